@@ -1,0 +1,129 @@
+# Makefile - builds SimpleFS (libsfs.a), simplefs_server, libur_fs.so, the tools,
+# bench and the tests. Sources are found by directory, so a new file in a layer's
+# directory needs no edit here.
+#
+#   make                 build everything (warnings are errors, gcc or clang)
+#   make test            build and run the test suite
+#   make O=build-san SANITIZE=1 test   the same under ASan + UBSan, in build-san/
+#   make fuzz            libFuzzer pass over mount + fsck (clang, FUZZ_TIME seconds)
+#   make install PREFIX=/usr/local DESTDIR=
+#   make clean
+
+VERSION     := 0.1.0
+SOVERSION   := 1
+O           ?= .
+OBJ         := $(O)/obj
+CC          ?= cc
+CFLAGS      ?= -O2 -g
+WARN        := -Wall -Wextra -Werror
+CPPFLAGS    += -Iinclude -D_GNU_SOURCE
+ALL_CFLAGS   = -std=gnu11 $(WARN) $(CFLAGS) -pthread
+LDLIBS_BASE := -pthread -lrt
+PREFIX      ?= /usr/local
+LIBDIR      ?= $(PREFIX)/lib
+BINDIR      ?= $(PREFIX)/bin
+INCDIR      ?= $(PREFIX)/include
+FUZZ_TIME   ?= 60
+
+ifeq ($(SANITIZE),1)
+ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS     += -fsanitize=address,undefined
+endif
+ifeq ($(origin CC),default)
+CC := cc
+endif
+
+SFS_SRC    := $(wildcard src/sfs/*.c)
+SERVER_SRC := $(wildcard src/server/*.c)
+LIB_SRC    := $(wildcard src/lib/*.c)
+BENCH_SRC  := $(wildcard bench/*.c)
+TOOL_SRC   := $(wildcard tools/*.c)
+TEST_SRC   := $(wildcard tests/*.c)
+
+SFS_OBJ    := $(SFS_SRC:%.c=$(OBJ)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(OBJ)/%.o)
+LIB_OBJ    := $(LIB_SRC:%.c=$(OBJ)/%.pic.o)
+BENCH_OBJ  := $(BENCH_SRC:%.c=$(OBJ)/%.o)
+TOOLS      := $(TOOL_SRC:tools/%.c=$(O)/%)
+TESTS      := $(TEST_SRC:tests/%.c=$(O)/tests/%)
+
+LIBSFS     := $(OBJ)/libsfs.a
+SONAME     := libur_fs.so.$(SOVERSION)
+LIBUR      := $(O)/libur_fs.so.$(VERSION)
+SERVER     := $(if $(SERVER_SRC),$(O)/simplefs_server)
+LIBUR_T    := $(if $(LIB_SRC),$(LIBUR))
+BENCH      := $(if $(BENCH_SRC),$(O)/bench)
+
+# Programs find libur_fs.so beside themselves (or one level up, for tests).
+RPATH_TOP  := -Wl,-rpath,'$$ORIGIN'
+RPATH_TEST := -Wl,-rpath,'$$ORIGIN/..'
+LINK_UR    := $(if $(LIB_SRC),-L$(O) -l:$(SONAME))
+BENCH_LIBS := -luring -laio
+
+.PHONY: all test check clean install fuzz run
+all: $(LIBSFS) $(LIBUR_T) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(OBJ)/%.pic.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
+
+$(LIBSFS): $(SFS_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBUR): $(LIB_OBJ) $(wildcard src/lib/libur_fs.map)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(SONAME) \
+	  $(if $(wildcard src/lib/libur_fs.map),-Wl,--version-script=src/lib/libur_fs.map) \
+	  $(LDFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS_BASE)
+	ln -sf libur_fs.so.$(VERSION) $(O)/$(SONAME)
+	ln -sf $(SONAME) $(O)/libur_fs.so
+
+$(O)/simplefs_server: $(SERVER_OBJ) $(LIBSFS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(SERVER_OBJ) $(LIBSFS) $(LDLIBS_BASE)
+
+$(O)/%: $(OBJ)/tools/%.o $(LIBSFS) $(LIBUR_T)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $< $(LIBSFS) $(LINK_UR) $(LDLIBS_BASE)
+
+$(O)/bench: $(BENCH_OBJ) $(LIBSFS) $(LIBUR_T)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $(BENCH_OBJ) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
+
+# Tests may use bench's engine objects (all but bench/main.c) to test the harness.
+BENCH_LIB_OBJ := $(filter-out $(OBJ)/bench/main.o,$(BENCH_OBJ))
+$(O)/tests/%: $(OBJ)/tests/%.o $(LIBSFS) $(LIBUR_T) $(BENCH_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSFS) $(LINK_UR) $(if $(BENCH_SRC),$(BENCH_LIBS)) $(LDLIBS_BASE)
+
+test check: all
+	O=$(O) sh tests/run.sh
+
+run: all
+	sh tools/run-demo.sh
+
+fuzz: $(O)/fuzz_sfs
+	mkdir -p $(O)/fuzz-corpus && cp -n fuzz/corpus/* $(O)/fuzz-corpus/ 2>/dev/null || true
+	$(O)/fuzz_sfs -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 $(O)/fuzz-corpus fuzz/corpus
+
+$(O)/fuzz_sfs: fuzz/fuzz_sfs.c $(SFS_SRC) include/sfs.h
+	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -o $@ fuzz/fuzz_sfs.c $(SFS_SRC) -pthread
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
+	install -m 755 $(filter-out $(O)/run-demo,$(TOOLS)) $(SERVER) $(BENCH) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(LIBSFS) $(DESTDIR)$(LIBDIR)/libsfs.a
+	install -m 644 include/*.h $(DESTDIR)$(INCDIR)/
+ifneq ($(LIB_SRC),)
+	install -m 755 $(LIBUR) $(DESTDIR)$(LIBDIR)/
+	ln -sf libur_fs.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libur_fs.so
+	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|' \
+	  src/lib/libur_fs.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libur_fs.pc
+endif
+
+clean:
+	rm -rf $(OBJ) $(O)/tests $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(O)/fuzz_sfs $(O)/fuzz-corpus
+
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

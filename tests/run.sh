@@ -1,0 +1,43 @@
+#!/bin/sh
+# tests/run.sh - runs every test program under $O/tests, each in a fresh
+# temporary directory, with a time limit. A test exits 0 (pass), 77 (skip) or
+# anything else (fail). Ends with the line "N passed, N failed, N skipped" and
+# exits non-zero if any test failed.
+#
+#   sh tests/run.sh [NAME...]      (NAME: test_foo, to run a subset)
+# Environment: O (build directory, default .), TEST_TIMEOUT (seconds, 300),
+# TEST_WRAP (a command to run each test under, e.g. "valgrind -q --error-exitcode=1").
+O=${O:-.}
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$(cd "$O" && pwd)
+TIMEOUT=${TEST_TIMEOUT:-300}
+export UR_SERVER="$BIN/simplefs_server"
+export UR_BIN="$BIN"
+export UR_SRCDIR="$TOP"
+unset SFS_IMAGE
+
+pass=0; fail=0; skip=0; failed=""
+if [ $# -gt 0 ]; then
+	list=""; for n in "$@"; do list="$list $BIN/tests/$n"; done
+else
+	list=$(ls "$BIN"/tests/test_* 2>/dev/null | grep -v '\.d$' | sort)
+fi
+for t in $list; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/urtest.$name.XXXXXX")
+	start=$(date +%s)
+	(cd "$dir" && timeout -k 10 "$TIMEOUT" $TEST_WRAP "$t") > "$dir.log" 2>&1
+	rc=$?
+	secs=$(( $(date +%s) - start ))
+	case $rc in
+	0)  echo "PASS $name (${secs}s)"; pass=$((pass + 1)) ;;
+	77) echo "SKIP $name: $(tail -n 1 "$dir.log")"; skip=$((skip + 1)) ;;
+	*)  echo "FAIL $name (exit $rc, ${secs}s)"; sed 's/^/    /' "$dir.log" | tail -n 40
+	    fail=$((fail + 1)); failed="$failed $name" ;;
+	esac
+	rm -rf "$dir" "$dir.log"
+done
+[ -n "$failed" ] && echo "failed:$failed"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ] && [ $((pass + skip)) -gt 0 ]
