@@ -45,7 +45,7 @@ SERVER_OBJ := $(SERVER_SRC:%.c=$(OBJ)/%.o)
 LIB_OBJ    := $(LIB_SRC:%.c=$(OBJ)/%.pic.o)
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(OBJ)/%.o)
 TOOLS      := $(TOOL_SRC:tools/%.c=$(O)/%)
-TESTS      := $(TEST_SRC:tests/%.c=$(O)/tests/%)
+TESTS      := $(TEST_SRC:tests/%.c=$(OBJ)/t/%)
 
 LIBSFS     := $(OBJ)/libsfs.a
 SONAME     := libur_fs.so.$(SOVERSION)
@@ -56,11 +56,11 @@ BENCH      := $(if $(BENCH_SRC),$(O)/bench)
 
 # Programs find libur_fs.so beside themselves (or one level up, for tests).
 RPATH_TOP  := -Wl,-rpath,'$$ORIGIN'
-RPATH_TEST := -Wl,-rpath,'$$ORIGIN/..'
+RPATH_TEST := -Wl,-rpath,'$$ORIGIN/../..'
 LINK_UR    := $(if $(LIB_SRC),-L$(O) -l:$(SONAME))
 BENCH_LIBS := -luring -laio
 
-.PHONY: all test check clean install fuzz run
+.PHONY: all test check clean install fuzz run deps
 all: $(LIBSFS) $(LIBUR_T) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
 
 $(OBJ)/%.o: %.c
@@ -93,15 +93,21 @@ $(O)/bench: $(BENCH_OBJ) $(LIBSFS) $(LIBUR_T)
 
 # Tests may use bench's engine objects (all but bench/main.c) to test the harness.
 BENCH_LIB_OBJ := $(filter-out $(OBJ)/bench/main.o,$(BENCH_OBJ))
-$(O)/tests/%: $(OBJ)/tests/%.o $(LIBSFS) $(LIBUR_T) $(BENCH_LIB_OBJ)
+$(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSFS) $(LIBUR_T) $(BENCH_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSFS) $(LINK_UR) $(if $(BENCH_SRC),$(BENCH_LIBS)) $(LDLIBS_BASE)
 
-test check: all
+# Both README commands install missing Debian packages first (a no-op when present).
+deps:
+	@sh scripts/install-deps.sh
+
+test check: deps
+	$(MAKE) all
 	O=$(O) sh tests/run.sh
 
-run: all
-	sh tools/run-demo.sh
+run: deps
+	$(MAKE) all
+	O=$(O) sh scripts/demo.sh
 
 fuzz: $(O)/fuzz_sfs
 	mkdir -p $(O)/fuzz-corpus && cp -n fuzz/corpus/* $(O)/fuzz-corpus/ 2>/dev/null || true
@@ -112,7 +118,7 @@ $(O)/fuzz_sfs: fuzz/fuzz_sfs.c $(SFS_SRC) include/sfs.h
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
-	install -m 755 $(filter-out $(O)/run-demo,$(TOOLS)) $(SERVER) $(BENCH) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(TOOLS) $(SERVER) $(BENCH) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(LIBSFS) $(DESTDIR)$(LIBDIR)/libsfs.a
 	install -m 644 include/*.h $(DESTDIR)$(INCDIR)/
 ifneq ($(LIB_SRC),)
@@ -124,6 +130,6 @@ ifneq ($(LIB_SRC),)
 endif
 
 clean:
-	rm -rf $(OBJ) $(O)/tests $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(O)/fuzz_sfs $(O)/fuzz-corpus
+	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(O)/fuzz_sfs $(O)/fuzz-corpus
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
