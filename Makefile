@@ -36,7 +36,7 @@ endif
 SFS_SRC    := $(wildcard src/sfs/*.c)
 SERVER_SRC := $(wildcard src/server/*.c)
 LIB_SRC    := $(wildcard src/lib/*.c)
-BENCH_SRC  := $(wildcard bench/*.c)
+BENCH_SRC  := $(wildcard src/bench/*.c)
 TOOL_SRC   := $(wildcard tools/*.c)
 TEST_SRC   := $(wildcard tests/*.c)
 
@@ -91,8 +91,9 @@ $(O)/%: $(OBJ)/tools/%.o $(LIBSFS) $(LIBUR_T)
 $(O)/bench: $(BENCH_OBJ) $(LIBSFS) $(LIBUR_T)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $(BENCH_OBJ) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
 
-# Tests may use bench's engine objects (all but bench/main.c) to test the harness.
-BENCH_LIB_OBJ := $(filter-out $(OBJ)/bench/main.o,$(BENCH_OBJ))
+# Tests may use bench's engine objects (all but src/bench/main.c) to test the harness.
+# (bench sources live in src/bench/: a bench/ directory would clash with ./bench.)
+BENCH_LIB_OBJ := $(filter-out $(OBJ)/src/bench/main.o,$(BENCH_OBJ))
 $(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSFS) $(LIBUR_T) $(BENCH_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSFS) $(LINK_UR) $(if $(BENCH_SRC),$(BENCH_LIBS)) $(LDLIBS_BASE)

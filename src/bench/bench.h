@@ -1,0 +1,182 @@
+/*
+ * bench.h - the harness of bench: jobs, results, statistics, stamps,
+ * offset patterns, system-wide counters and reports.
+ *
+ * Every global symbol here starts with bench_ because the tests link all bench
+ * objects but main.c. Nothing in the harness may allocate, print or take a
+ * syscall per I/O inside the timed region (besides what the engine needs), and
+ * nothing may report a figure it did not measure: what cannot be measured is
+ * reported as n/a with its reason.
+ */
+#ifndef BENCH_H
+#define BENCH_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "engine.h"
+
+#define BENCH_MAX_REPEAT 32
+
+enum bench_rw { BENCH_RW_READ, BENCH_RW_WRITE, BENCH_RW_MIX, BENCH_RW_NOP };
+
+/* Engine options, given as "engine:opt,opt=val" */
+struct bench_eng_opts {
+	unsigned sqpoll;      /* io_uring: IORING_SETUP_SQPOLL */
+	unsigned regfiles;    /* io_uring: registered file */
+	unsigned fixedbufs;   /* io_uring: registered buffers; ur: buffers in the region */
+	int idle_us;          /* ur: server idle time before it sleeps, -1: default */
+};
+
+struct bench_job {
+	const struct bench_engine_ops *ops;
+	struct bench_eng_opts eo;
+	char label[64];       /* engine name plus options, as shown */
+	uint32_t bs;
+	unsigned qd;
+	uint64_t size;        /* file size */
+	int random;           /* 0 sequential, 1 random permutation */
+	int rw;               /* enum bench_rw */
+	unsigned mix_read;    /* percent of reads with BENCH_RW_MIX */
+	int direct;           /* O_DIRECT on host file / SimpleFS image */
+	double time_s;        /* > 0: time based */
+	uint64_t bytes;       /* bytes per run when not time based (0: one pass) */
+	double warmup_s;      /* untimed run first, 0: none */
+	unsigned repeat;      /* timed runs, >= 1 */
+	uint64_t seed;
+	int verify;           /* check the stamp of every read (default 1) */
+	char dir[PATH_MAX];   /* where the host file lives */
+	char image[PATH_MAX]; /* SimpleFS image */
+};
+
+/* ---- latency histogram: log-linear, ~0.8% resolution, no allocation to add */
+#define BENCH_HIST_EXACT 128u
+#define BENCH_HIST_SUB   64u
+#define BENCH_HIST_BUCKETS (BENCH_HIST_EXACT + 57u * BENCH_HIST_SUB)
+struct bench_hist {
+	uint64_t n, sum, min, max;
+	uint64_t b[BENCH_HIST_BUCKETS];
+};
+void     bench_hist_reset(struct bench_hist *h);
+unsigned bench_hist_index(uint64_t v);
+uint64_t bench_hist_value(unsigned idx);       /* middle of the bucket */
+static inline void bench_hist_add(struct bench_hist *h, uint64_t v)
+{
+	h->n++;
+	h->sum += v;
+	if (v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+	h->b[bench_hist_index(v)]++;
+}
+void     bench_hist_merge(struct bench_hist *dst, const struct bench_hist *src);
+double   bench_hist_mean(const struct bench_hist *h);
+uint64_t bench_hist_percentile(const struct bench_hist *h, double p);
+
+/* ---- plain statistics on small arrays (stats.c) */
+double bench_median(const double *v, size_t n);
+double bench_percentile(const double *v, size_t n, double p);  /* linear interp. */
+void   bench_minmax(const double *v, size_t n, double *min, double *max);
+void   bench_iqr(const double *v, size_t n, double *q1, double *q3);
+
+/* ---- stamps (stamp.c): every 512-byte sector carries its file offset and the
+ * seed in its first 16 bytes and a hash of both in its last 8. */
+#define BENCH_SECTOR 512u
+void bench_stamp_fill(void *buf, size_t len, uint64_t off, uint64_t seed);
+/* 0, or -EILSEQ with *bad set to the file offset of the first bad sector. */
+int  bench_stamp_check(const void *buf, size_t len, uint64_t off, uint64_t seed,
+		       uint64_t *bad);
+void bench_stamp_body(void *buf, size_t len);   /* fill once: non-zero bytes */
+
+/* ---- offsets (pattern.c) */
+struct bench_pattern {
+	uint64_t nblocks;
+	uint64_t pos;
+	uint32_t bs;
+	int random;
+	uint32_t *perm;       /* random: a permutation of [0, nblocks) */
+	uint64_t rng;         /* for the read/write mix */
+};
+int  bench_pattern_init(struct bench_pattern *p, uint64_t size, uint32_t bs, int random,
+			uint64_t seed);
+static inline uint64_t bench_pattern_next(struct bench_pattern *p)
+{
+	uint64_t i = p->pos++;
+	if (p->pos == p->nblocks)
+		p->pos = 0;
+	return (uint64_t)(p->random ? p->perm[i] : i) * p->bs;
+}
+void bench_pattern_free(struct bench_pattern *p);
+uint64_t bench_rand64(uint64_t *state);          /* splitmix64 */
+
+/* ---- whole-system counters (syscount.c) */
+enum { BENCH_CNT_SYSCALLS, BENCH_CNT_CTXSW, BENCH_CNT_TASKCLOCK, BENCH_CNT_N };
+struct bench_counters {
+	int fd[BENCH_CNT_N];
+	char why[BENCH_CNT_N][120];   /* reason when fd[i] < 0 */
+};
+/* Open inherited counters on this process (and every child forked later). */
+void bench_counters_open(struct bench_counters *c);
+/* Current values, -1 where unavailable. */
+void bench_counters_read(const struct bench_counters *c, int64_t v[BENCH_CNT_N]);
+void bench_counters_close(struct bench_counters *c);
+/* raw_syscalls:sys_enter tracepoint id, or -errno with why filled. */
+int  bench_syscall_tp_id(char *why, size_t n);
+/* CPU seconds (user, sys) of a live process from /proc/pid/stat. */
+int  bench_proc_cpu(pid_t pid, double *user, double *sys);
+
+/* ---- results */
+enum { BENCH_OK, BENCH_SKIPPED, BENCH_FAILED };
+struct bench_run {
+	double secs;
+	uint64_t ios, bytes, reads, writes, drained;
+	double mibs, iops;
+	double lat_mean, lat_p50, lat_p99, lat_p999;   /* µs */
+	double cpu_user, cpu_sys;                      /* s, whole system */
+	double task_clock;                             /* s, perf task-clock, -1 n/a */
+	int64_t ctxsw, syscalls;                       /* -1: n/a */
+};
+struct bench_result {
+	struct bench_job job;
+	int status;
+	char reason[320];
+	char note[160];           /* e.g. "libaio is synchronous without O_DIRECT" */
+	unsigned nruns;
+	struct bench_run runs[BENCH_MAX_REPEAT];
+	struct bench_run med;     /* median of each figure over the runs */
+	double mibs_min, mibs_max, iops_min, iops_max;
+	double lat_mean, lat_p50, lat_p99, lat_p999, lat_min, lat_max;  /* µs, all runs */
+	char cnt_why[BENCH_CNT_N][120];
+	double fill_secs;         /* outside the timed region, for the record */
+};
+
+/* run.c */
+void bench_job_defaults(struct bench_job *job);
+int  bench_parse_engine(const char *spec, struct bench_job *job, char *err, size_t n);
+/* Run one job (all repeats). Returns 0 when the result is OK or SKIPPED, -1
+ * when it FAILED (I/O error, short I/O, stamp mismatch: r->reason says). */
+int  bench_run_job(const struct bench_job *job, struct bench_result *r);
+/* Make sure the host file exists with the right size and stamps. */
+int  bench_prepare_hostfile(const char *path, uint64_t size, uint64_t seed, char *why,
+			    size_t n);
+uint64_t bench_now_ns(void);
+extern volatile int bench_interrupted;
+
+/* eng_sfs.c: make td->fname exist in td->image, sized and stamped (sfs, ur). */
+int  bench_sfs_prepare(struct bench_td *td);
+
+/* report.c */
+const char *bench_rw_name(int rw);
+void bench_fmt_size(char *buf, size_t n, uint64_t v);
+int  bench_parse_size(const char *s, uint64_t *out);
+void bench_report_text(FILE *f, const struct bench_result *r);
+void bench_setup_info(FILE *f, const char *dir);        /* kernel, CPU, fs, commit */
+int  bench_write_json(const char *path, const struct bench_result *r, size_t n,
+		      const char *dir, const char *cmdline);
+int  bench_write_csv(const char *path, const struct bench_result *r, size_t n);
+
+#endif /* BENCH_H */

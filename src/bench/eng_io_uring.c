@@ -1,0 +1,181 @@
+/*
+ * eng_io_uring.c - the kernel's io_uring through liburing, with the options
+ * sqpoll (IORING_SETUP_SQPOLL), regfiles (a registered file) and fixedbufs
+ * (registered buffers, READ_FIXED/WRITE_FIXED). Where the kernel refuses
+ * io_uring (seccomp, io_uring_disabled) setup fails and the engine is skipped.
+ * Must never block in queue(); getevents may wait.
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+struct uring {
+	struct io_uring ring;
+	int fd;
+	int ring_ok;
+	struct bench_io **ev;
+	unsigned nev;
+};
+
+static void uring_cleanup(struct bench_td *td)
+{
+	struct uring *u = td->eng;
+	if (!u)
+		return;
+	if (u->ring_ok)
+		io_uring_queue_exit(&u->ring);
+	if (u->fd >= 0)
+		close(u->fd);
+	free(u->ev);
+	free(u);
+	td->eng = NULL;
+}
+
+static int uring_setup(struct bench_td *td)
+{
+	const struct bench_job *job = td->job;
+	struct uring *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	td->eng = u;
+	u->fd = -1;
+	u->ev = calloc(td->nios, sizeof(*u->ev));
+	if (!u->ev)
+		goto nomem;
+	if (job->rw != BENCH_RW_NOP) {
+		u->fd = bench_open_host(td);
+		if (u->fd < 0) {
+			int e = u->fd;
+			uring_cleanup(td);
+			return e;
+		}
+	}
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	if (job->eo.sqpoll) {
+		p.flags |= IORING_SETUP_SQPOLL;
+		p.sq_thread_idle = 1000;     /* ms */
+	}
+	unsigned entries = td->nios < 2 ? 2 : td->nios;
+	int e = io_uring_queue_init_params(entries, &u->ring, &p);
+	if (e < 0) {
+		uring_cleanup(td);
+		return bench_set_reason(td, e, "io_uring_queue_init%s: %s%s",
+					job->eo.sqpoll ? " (SQPOLL)" : "", strerror(-e),
+					e == -EPERM || e == -ENOSYS ?
+					" (io_uring blocked: seccomp or kernel.io_uring_disabled)" : "");
+	}
+	u->ring_ok = 1;
+	if (job->eo.regfiles && u->fd >= 0) {
+		e = io_uring_register_files(&u->ring, &u->fd, 1);
+		if (e < 0) {
+			uring_cleanup(td);
+			return bench_set_reason(td, e, "io_uring_register_files: %s", strerror(-e));
+		}
+	}
+	return 0;
+nomem:
+	uring_cleanup(td);
+	return -ENOMEM;
+}
+
+static int uring_post_buffers(struct bench_td *td)
+{
+	struct uring *u = td->eng;
+	if (!td->job->eo.fixedbufs)
+		return 0;
+	struct iovec *iov = calloc(td->nios, sizeof(*iov));
+	if (!iov)
+		return -ENOMEM;
+	for (unsigned i = 0; i < td->nios; i++) {
+		iov[i].iov_base = td->ios[i].buf;
+		iov[i].iov_len = td->job->bs;
+	}
+	int e = io_uring_register_buffers(&u->ring, iov, td->nios);
+	free(iov);
+	if (e < 0)
+		return bench_set_reason(td, e, "io_uring_register_buffers: %s%s", strerror(-e),
+					e == -ENOMEM ? " (RLIMIT_MEMLOCK?)" : "");
+	return 0;
+}
+
+static int uring_queue(struct bench_td *td, struct bench_io *io)
+{
+	struct uring *u = td->eng;
+	const struct bench_eng_opts *eo = &td->job->eo;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe)
+		return BENCH_Q_BUSY;
+	int fd = eo->regfiles ? 0 : u->fd;
+	if (io->op == BENCH_OP_NOP)
+		io_uring_prep_nop(sqe);
+	else if (eo->fixedbufs && io->op == BENCH_OP_WRITE)
+		io_uring_prep_write_fixed(sqe, fd, io->buf, io->len, io->off, io->idx);
+	else if (eo->fixedbufs)
+		io_uring_prep_read_fixed(sqe, fd, io->buf, io->len, io->off, io->idx);
+	else if (io->op == BENCH_OP_WRITE)
+		io_uring_prep_write(sqe, fd, io->buf, io->len, io->off);
+	else
+		io_uring_prep_read(sqe, fd, io->buf, io->len, io->off);
+	if (eo->regfiles && io->op != BENCH_OP_NOP)
+		sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, io);
+	return BENCH_Q_QUEUED;
+}
+
+static int uring_commit(struct bench_td *td)
+{
+	struct uring *u = td->eng;
+	int r = io_uring_submit(&u->ring);
+	return r < 0 ? r : 0;
+}
+
+static int uring_getevents(struct bench_td *td, unsigned min, unsigned max)
+{
+	struct uring *u = td->eng;
+	unsigned n = 0;
+	while (n < min) {
+		struct io_uring_cqe *cqe;
+		int r = io_uring_wait_cqe_nr(&u->ring, &cqe, min - n);
+		if (r == -EINTR || r == -EAGAIN)
+			continue;
+		if (r < 0)
+			return r;
+		unsigned head, seen = 0;
+		io_uring_for_each_cqe(&u->ring, head, cqe) {
+			if (n == max)
+				break;
+			struct bench_io *io = io_uring_cqe_get_data(cqe);
+			io->res = cqe->res;
+			u->ev[n++] = io;
+			seen++;
+		}
+		io_uring_cq_advance(&u->ring, seen);
+	}
+	u->nev = n;
+	return (int)n;
+}
+
+static struct bench_io *uring_event(struct bench_td *td, unsigned i)
+{
+	struct uring *u = td->eng;
+	return u->ev[i];
+}
+
+const struct bench_engine_ops bench_eng_io_uring = {
+	.name = "io_uring",
+	.desc = "the kernel's io_uring via liburing (options: sqpoll, regfiles, fixedbufs)",
+	.flags = BENCH_ENG_NOP,
+	.setup = uring_setup,
+	.post_buffers = uring_post_buffers,
+	.queue = uring_queue,
+	.commit = uring_commit,
+	.getevents = uring_getevents,
+	.event = uring_event,
+	.cleanup = uring_cleanup,
+};

@@ -1,0 +1,800 @@
+/*
+ * main.c - bench's command line: the default run (the original three
+ * scenarios plus every other library), `bench run` (any knob a list: a
+ * sweep), `bench sweep` (the library grid of issue 4) and the JSON/CSV output.
+ * The only file with main(); tests link every other bench object.
+ * Must never present a skipped or failed job as a figure, and must exit
+ * non-zero when any job failed (wrong data, I/O error).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define MAXL 16
+
+static const char *prog = "bench";
+
+struct cli {
+	char *engines[MAXL];   unsigned nengines;
+	uint64_t bs[MAXL];     unsigned nbs;
+	uint64_t qd[MAXL];     unsigned nqd;
+	uint64_t size[MAXL];   unsigned nsize;
+	int random[2];         unsigned npattern;
+	int rw[4];             unsigned nrw;
+	int direct[2];         unsigned ndirect;
+	struct bench_job base;
+	const char *json, *csv;
+	int quick, quiet;
+	char cmdline[1024];
+};
+
+static struct bench_result *results;
+static size_t nresults, capresults;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	bench_interrupted = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: bench [default] [options]     the default run (about half a minute)\n"
+"       bench run --engine LIST [options]   one job per combination of the lists\n"
+"       bench sweep [--quick] [options]      the library grid (engines x sizes x qd/bs ...)\n"
+"\n"
+"Lists are comma separated; every combination runs.\n"
+"  --engine LIST     sfs, ur, psync, io_uring, libaio, posixaio, null;\n"
+"                    options after a colon: io_uring:sqpoll,regfiles,fixedbufs  ur:fixedbufs,idle=US\n"
+"  --bs LIST         block sizes (4k, 32k, 1m; default 4k)\n"
+"  --qd LIST         queue depths (default 1)\n"
+"  --size LIST       file sizes (default 32m)\n"
+"  --pattern LIST    seq, rand (random: a seeded permutation covering the whole file)\n"
+"  --rw LIST         read, write, mix, nop (nop: io_uring and ur only)\n"
+"  --mix-read PCT    reads in a mix (default 70)\n"
+"  --direct [0,1]    O_DIRECT on host files and the SimpleFS image (alone: 1)\n"
+"  --time S          time-based runs of S seconds (in-flight I/Os drained and counted)\n"
+"  --bytes N         bytes per run (default: one pass over the file)\n"
+"  --warmup S        untimed warm-up of S seconds first\n"
+"  --repeat N        timed runs per job; medians and min..max are reported (default 3)\n"
+"  --seed N          stamp and permutation seed\n"
+"  --no-verify       do not check read stamps (not recommended)\n"
+"  --dir DIR         where the host file 'benchfile' is (default .)\n"
+"  --image PATH      SimpleFS image (default $SFS_IMAGE, else DIR/disk.sfs; created if missing)\n"
+"  --json FILE       every figure and the setup as JSON\n"
+"  --csv FILE        one line per job\n"
+"  --quick           (sweep) 32M only, 1 s IOPS runs, 1 repeat\n"
+"  -h, --help\n");
+}
+
+static int parse_list_u64(const char *arg, uint64_t *out, unsigned *n, int sizes)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", arg);
+	*n = 0;
+	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+		if (*n == MAXL)
+			return -E2BIG;
+		uint64_t v;
+		if (sizes) {
+			if (bench_parse_size(t, &v) < 0 || v == 0)
+				return -EINVAL;
+		} else {
+			char *end;
+			v = strtoull(t, &end, 10);
+			if (*end || v == 0 || v > 65535)
+				return -EINVAL;
+		}
+		out[(*n)++] = v;
+	}
+	return *n ? 0 : -EINVAL;
+}
+
+static void add_result(const struct bench_result *r)
+{
+	if (nresults == capresults) {
+		capresults = capresults ? capresults * 2 : 64;
+		results = realloc(results, capresults * sizeof(*results));
+		if (!results) {
+			fprintf(stderr, "%s: out of memory\n", prog);
+			exit(2);
+		}
+	}
+	results[nresults++] = *r;
+}
+
+static int failures;
+
+/* Run one job, keep and return its result (static storage, valid until next). */
+static const struct bench_result *run_one(const struct bench_job *job, int print)
+{
+	static struct bench_result r;
+	if (bench_run_job(job, &r) < 0)
+		failures++;
+	add_result(&r);
+	if (print || r.status == BENCH_FAILED)
+		bench_report_text(r.status == BENCH_FAILED ? stderr : stdout, &r);
+	fflush(stdout);
+	return &r;
+}
+
+static int write_outputs(const struct cli *c)
+{
+	int ret = 0;
+	if (c->json) {
+		int e = bench_write_json(c->json, results, nresults, c->base.dir, c->cmdline);
+		if (e < 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog, c->json, strerror(-e));
+			ret = 1;
+		} else {
+			printf("JSON written to %s\n", c->json);
+		}
+	}
+	if (c->csv) {
+		int e = bench_write_csv(c->csv, results, nresults);
+		if (e < 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog, c->csv, strerror(-e));
+			ret = 1;
+		} else {
+			printf("CSV written to %s\n", c->csv);
+		}
+	}
+	return ret;
+}
+
+static int make_job(const struct cli *c, const char *engine, struct bench_job *j)
+{
+	char err[200];
+	*j = c->base;
+	if (bench_parse_engine(engine, j, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- bench run */
+
+static int cmd_run(struct cli *c)
+{
+	unsigned total = c->nengines * c->nbs * c->nqd * c->nsize * c->npattern * c->nrw * c->ndirect;
+	unsigned k = 0;
+	bench_setup_info(stdout, c->base.dir);
+	for (unsigned a = 0; a < c->nsize; a++)
+	for (unsigned d = 0; d < c->ndirect; d++)
+	for (unsigned p = 0; p < c->npattern; p++)
+	for (unsigned w = 0; w < c->nrw; w++)
+	for (unsigned b = 0; b < c->nbs; b++)
+	for (unsigned q = 0; q < c->nqd; q++)
+	for (unsigned e = 0; e < c->nengines && !bench_interrupted; e++) {
+		struct bench_job j;
+		if (make_job(c, c->engines[e], &j) < 0)
+			return 2;
+		j.size = c->size[a];
+		j.direct = c->direct[d];
+		j.random = c->random[p];
+		j.rw = c->rw[w];
+		j.bs = (uint32_t)c->bs[b];
+		j.qd = (unsigned)c->qd[q];
+		if (total > 1)
+			fprintf(stderr, "[%u/%u] %s\n", ++k, total, j.label);
+		run_one(&j, 1);
+	}
+	return write_outputs(c) || failures ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- default */
+
+struct drow {
+	const char *tag;         /* [SYNC] ... */
+	const char *engine;
+	unsigned qd;
+	const struct bench_result *res[4];
+};
+
+static const char *const wl_name[4] = {
+	"sequential write", "sequential read", "random write", "random read",
+};
+
+static double us_per_op(const struct bench_result *r)
+{
+	return r && r->status == BENCH_OK && r->med.ios ? r->med.secs * 1e6 / (double)r->med.ios : 0;
+}
+
+static void print_scenario(const char *tag, const struct bench_result *r, int w)
+{
+	printf("%s %s:\n", tag, wl_name[w]);
+	if (r->status != BENCH_OK) {
+		printf(" %s: %s\n", r->status == BENCH_SKIPPED ? "skipped" : "FAILED", r->reason);
+		return;
+	}
+	char sc[64] = "n/a";
+	if (r->med.syscalls >= 0)
+		snprintf(sc, sizeof(sc), "%.3f", (double)r->med.syscalls / (double)r->med.ios);
+	printf(" Throughput: %.2f MiB/s, Latency: %.2f µs/op\n", r->med.mibs, us_per_op(r));
+	printf("   (%s qd=%u: completion latency p50 %.2f / p99 %.2f / p99.9 %.2f µs, "
+	       "syscalls/IO %s, CPU %.2f µs/IO)\n", r->job.label, r->job.qd, r->lat_p50,
+	       r->lat_p99, r->lat_p999, sc,
+	       (r->med.cpu_user + r->med.cpu_sys) * 1e6 / (double)r->med.ios);
+	if (r->note[0])
+		printf("   note: %s\n", r->note);
+}
+
+static const char *fmt_ratio(char *buf, size_t n, double a, double b)
+{
+	if (a > 0 && b > 0)
+		snprintf(buf, n, "%.2fx", a / b);
+	else
+		snprintf(buf, n, "n/a");
+	return buf;
+}
+
+static const char *fmt_sc(char *buf, size_t n, const struct bench_result *r)
+{
+	if (!r || r->status != BENCH_OK)
+		snprintf(buf, n, "%s", r && r->status == BENCH_SKIPPED ? "skipped" : "failed");
+	else if (r->med.syscalls < 0)
+		snprintf(buf, n, "n/a");
+	else
+		snprintf(buf, n, "%.3f", (double)r->med.syscalls / (double)r->med.ios);
+	return buf;
+}
+
+static struct bench_result *keep(const struct bench_result *r)
+{
+	struct bench_result *k = malloc(sizeof(*k));
+	if (!k) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		exit(2);
+	}
+	*k = *r;
+	return k;
+}
+
+static int cmd_default(struct cli *c)
+{
+	static struct drow rows[] = {
+		{ "[SYNC]", "sfs", 1, { 0 } },
+		{ "[HOST]", "psync", 1, { 0 } },
+		{ "[ASYNC]", "ur", 64, { 0 } },
+		{ "[ASYNC-REGBUF]", "ur:fixedbufs", 64, { 0 } },
+		{ "[IO_URING]", "io_uring", 64, { 0 } },
+		{ "[LIBAIO]", "libaio", 64, { 0 } },
+		{ "[POSIXAIO]", "posixaio", 64, { 0 } },
+	};
+	const unsigned nrows = sizeof(rows) / sizeof(rows[0]);
+	char b1[32], b2[32], b3[32];
+
+	printf("bench: default run: 32 MiB file, 4 KiB blocks, sequential and random, write then "
+	       "read; median of %u runs each.\n", c->base.repeat);
+	printf("host file: %s/benchfile; SimpleFS image: %s (file benchfile in it)\n",
+	       c->base.dir, c->base.image[0] ? c->base.image :
+	       getenv("SFS_IMAGE") && *getenv("SFS_IMAGE") ? getenv("SFS_IMAGE") : "DIR/disk.sfs");
+	printf("SYNC = SimpleFS called directly, HOST = pread/pwrite, ASYNC = the ur engine on "
+	       "SimpleFS (qd 64); then the kernel's io_uring, libaio, POSIX AIO at qd 64.\n");
+	bench_setup_info(stdout, c->base.dir);
+	printf("\n");
+	for (unsigned i = 0; i < nrows && !bench_interrupted; i++) {
+		for (int w = 0; w < 4 && !bench_interrupted; w++) {
+			struct bench_job j;
+			if (make_job(c, rows[i].engine, &j) < 0)
+				return 2;
+			j.size = 32ull << 20;
+			j.bs = 4096;
+			j.qd = rows[i].qd;
+			j.random = w >= 2;
+			j.rw = (w % 2) ? BENCH_RW_READ : BENCH_RW_WRITE;
+			j.direct = 0;
+			rows[i].res[w] = keep(run_one(&j, 0));
+			print_scenario(rows[i].tag, rows[i].res[w], w);
+		}
+		printf("\n");
+	}
+
+	printf("Performance summary (4 KiB, 32 MiB, buffered; µs/op = elapsed / ops, "
+	       "clat = completion latency)\n");
+	printf("| %-15s | %-16s | %-3s | %10s | %10s | %8s | %9s | %11s |\n", "Scenario", "Workload",
+	       "QD", "MiB/s", "IOPS", "µs/op", "clat p99", "syscalls/IO");
+	printf("|-----------------|------------------|-----|------------|------------|----------|"
+	       "-----------|-------------|\n");
+	for (unsigned i = 0; i < nrows; i++)
+		for (int w = 0; w < 4; w++) {
+			const struct bench_result *r = rows[i].res[w];
+			if (!r)
+				continue;
+			if (r->status != BENCH_OK) {
+				printf("| %-15s | %-16s | %3u | %10s | %10s | %8s | %9s | %11s |\n",
+				       rows[i].tag, wl_name[w], r->job.qd,
+				       r->status == BENCH_SKIPPED ? "skipped" : "FAILED", "", "", "", "");
+				continue;
+			}
+			printf("| %-15s | %-16s | %3u | %10.2f | %10.0f | %8.2f | %9.2f | %11s |\n",
+			       rows[i].tag, wl_name[w], r->job.qd, r->med.mibs, r->med.iops,
+			       us_per_op(r), r->lat_p99, fmt_sc(b1, sizeof(b1), r));
+		}
+	printf("\nSpeedup (ASYNC over SYNC: throughput ratio, and µs/op of SYNC over ASYNC; "
+	       "also over HOST)\n");
+	printf("| %-16s | %-14s | %-14s | %-14s | %-14s |\n", "Workload", "thr ASYNC/SYNC",
+	       "lat SYNC/ASYNC", "thr ASYNC/HOST", "thr REGBUF/HOST");
+	printf("|------------------|----------------|----------------|----------------|"
+	       "-----------------|\n");
+	for (int w = 0; w < 4; w++) {
+		const struct bench_result *s = rows[0].res[w], *h = rows[1].res[w],
+					  *a = rows[2].res[w], *rb = rows[3].res[w];
+		char b4[32];
+		printf("| %-16s | %-14s | %-14s | %-14s | %-15s |\n", wl_name[w],
+		       fmt_ratio(b1, sizeof(b1), a && a->status == BENCH_OK ? a->med.mibs : 0,
+				 s && s->status == BENCH_OK ? s->med.mibs : 0),
+		       fmt_ratio(b2, sizeof(b2), us_per_op(s), us_per_op(a)),
+		       fmt_ratio(b3, sizeof(b3), a && a->status == BENCH_OK ? a->med.mibs : 0,
+				 h && h->status == BENCH_OK ? h->med.mibs : 0),
+		       fmt_ratio(b4, sizeof(b4), rb && rb->status == BENCH_OK ? rb->med.mibs : 0,
+				 h && h->status == BENCH_OK ? h->med.mibs : 0));
+	}
+
+	/* The figures issue 3 asks for: 4 KiB random reads at qd 64, buffered
+	 * and O_DIRECT, every engine, with syscalls per I/O. */
+	static const char *const qd64[] = {
+		"ur", "ur:fixedbufs", "psync", "io_uring", "sfs", "libaio", "posixaio",
+	};
+	const unsigned nq = sizeof(qd64) / sizeof(qd64[0]);
+	const struct bench_result *q[2][sizeof(qd64) / sizeof(qd64[0])];
+	printf("\n4 KiB random reads, qd 64 (sync engines: qd 1), 32 MiB file\n");
+	printf("| %-14s | %-8s | %10s | %10s | %9s | %11s | %9s | %9s |\n", "Engine", "direct",
+	       "IOPS", "MiB/s", "clat p99", "syscalls/IO", "ctxsw/IO", "CPU µs/IO");
+	printf("|----------------|----------|------------|------------|-----------|-------------|"
+	       "-----------|-----------|\n");
+	for (int d = 0; d < 2; d++)
+		for (unsigned i = 0; i < nq && !bench_interrupted; i++) {
+			struct bench_job j;
+			if (make_job(c, qd64[i], &j) < 0)
+				return 2;
+			j.size = 32ull << 20;
+			j.bs = 4096;
+			j.qd = 64;
+			j.random = 1;
+			j.rw = BENCH_RW_READ;
+			j.direct = d;
+			const struct bench_result *r = q[d][i] = keep(run_one(&j, 0));
+			if (r->status != BENCH_OK) {
+				printf("| %-14s | %-8s | %s: %s\n", qd64[i], d ? "O_DIRECT" : "buffered",
+				       r->status == BENCH_SKIPPED ? "skipped" : "FAILED", r->reason);
+				continue;
+			}
+			char cs[32];
+			if (r->med.ctxsw < 0)
+				snprintf(cs, sizeof(cs), "n/a");
+			else
+				snprintf(cs, sizeof(cs), "%.3f", (double)r->med.ctxsw / (double)r->med.ios);
+			printf("| %-14s | %-8s | %10.0f | %10.2f | %9.2f | %11s | %9s | %9.2f |\n",
+			       qd64[i], d ? "O_DIRECT" : "buffered", r->med.iops, r->med.mibs,
+			       r->lat_p99, fmt_sc(b1, sizeof(b1), r), cs,
+			       (r->med.cpu_user + r->med.cpu_sys) * 1e6 / (double)r->med.ios);
+			fflush(stdout);
+		}
+	printf("\nRatios, 4 KiB random read IOPS at qd 64\n");
+	printf("| %-8s | %-16s | %-16s | %-20s | %-20s | %-16s |\n", "mode", "ur / psync",
+	       "ur / io_uring", "ur:fixedbufs / psync", "ur:fixedbufs / io_uring", "ur / sfs");
+	printf("|----------|------------------|------------------|----------------------|"
+	       "-------------------------|------------------|\n");
+	for (int d = 0; d < 2; d++) {
+		double iops[sizeof(qd64) / sizeof(qd64[0])];
+		for (unsigned i = 0; i < nq; i++)
+			iops[i] = q[d][i] && q[d][i]->status == BENCH_OK ? q[d][i]->med.iops : 0;
+		char b4[32], b5[32];
+		printf("| %-8s | %-16s | %-16s | %-20s | %-23s | %-16s |\n", d ? "O_DIRECT" : "buffered",
+		       fmt_ratio(b1, sizeof(b1), iops[0], iops[2]),
+		       fmt_ratio(b2, sizeof(b2), iops[0], iops[3]),
+		       fmt_ratio(b3, sizeof(b3), iops[1], iops[2]),
+		       fmt_ratio(b4, sizeof(b4), iops[1], iops[3]),
+		       fmt_ratio(b5, sizeof(b5), iops[0], iops[4]));
+	}
+	printf("\nAll figures: the whole system (bench and any server process it started), "
+	       "medians of %u runs; the host is shared, so compare ratios, not absolutes.\n",
+	       c->base.repeat);
+	if (failures)
+		printf("%d job(s) FAILED (see above): these figures are not valid.\n", failures);
+	return write_outputs(c) || failures ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- sweep */
+
+struct sw_point { unsigned qd; uint32_t bs; };
+
+static int cmd_sweep(struct cli *c)
+{
+	static const struct sw_point pts[] = {
+		{ 64, 32768 }, { 128, 32768 }, { 512, 32768 }, { 64, 1u << 20 }, { 512, 1u << 20 },
+	};
+	static const char *const def_engines[] = {
+		"sfs", "ur", "psync", "io_uring", "libaio", "posixaio",
+	};
+	const unsigned npts = sizeof(pts) / sizeof(pts[0]);
+	char *engines[MAXL];
+	unsigned ne = 0;
+	if (c->nengines) {
+		for (unsigned i = 0; i < c->nengines; i++)
+			engines[ne++] = c->engines[i];
+	} else {
+		for (unsigned i = 0; i < sizeof(def_engines) / sizeof(def_engines[0]); i++)
+			engines[ne++] = (char *)def_engines[i];
+	}
+	uint64_t sizes[MAXL];
+	unsigned nsizes = 0;
+	if (c->nsize) {
+		for (unsigned i = 0; i < c->nsize; i++)
+			sizes[nsizes++] = c->size[i];
+	} else {
+		sizes[nsizes++] = 32ull << 20;
+		if (!c->quick)
+			sizes[nsizes++] = 512ull << 20;
+	}
+	double iops_time = c->base.time_s > 0 ? c->base.time_s : c->quick ? 1.0 : 10.0;
+	unsigned ndir = c->ndirect ? c->ndirect : 2;
+	int dirs[2] = { 0, 1 };
+	if (c->ndirect)
+		memcpy(dirs, c->direct, sizeof(dirs));
+	unsigned grid = ndir * nsizes * 2 * 2 * npts * ne;
+	unsigned iopsjobs = ndir * 2 * ne;
+	unsigned total = grid + iopsjobs, done = 0;
+	double grid_secs = 0;
+	unsigned grid_done = 0;
+	uint64_t t_start = bench_now_ns();
+	size_t first = nresults;
+
+	bench_setup_info(stdout, c->base.dir);
+	printf("bench sweep: %u engines x %u sizes x %u (qd, bs) x seq/rand x read/write x "
+	       "%u buffering modes + 4 KiB random read IOPS in %gs at qd 64 and 128: %u jobs\n\n",
+	       ne, nsizes, npts, ndir, iops_time, total);
+	for (unsigned d = 0; d < ndir; d++) {
+		for (unsigned s = 0; s < nsizes; s++)
+		for (int rnd = 0; rnd < 2; rnd++)
+		for (int w = 0; w < 2; w++) {
+			char sz[16];
+			bench_fmt_size(sz, sizeof(sz), sizes[s]);
+			printf("### %s %s, %s, %s (MiB/s, median; syscalls/IO in brackets)\n\n",
+			       rnd ? "random" : "sequential", w ? "write" : "read", sz,
+			       dirs[d] ? "O_DIRECT" : "buffered");
+			printf("| qd | bs |");
+			for (unsigned e = 0; e < ne; e++)
+				printf(" %s |", engines[e]);
+			printf("\n|---:|---:|");
+			for (unsigned e = 0; e < ne; e++)
+				printf("---:|");
+			printf("\n");
+			for (unsigned p = 0; p < npts; p++) {
+				char bs[16];
+				bench_fmt_size(bs, sizeof(bs), pts[p].bs);
+				printf("| %u | %s |", pts[p].qd, bs);
+				fflush(stdout);
+				for (unsigned e = 0; e < ne && !bench_interrupted; e++) {
+					struct bench_job j;
+					if (make_job(c, engines[e], &j) < 0)
+						return 2;
+					j.size = sizes[s];
+					j.direct = dirs[d];
+					j.random = rnd;
+					j.rw = w ? BENCH_RW_WRITE : BENCH_RW_READ;
+					j.bs = pts[p].bs;
+					j.qd = pts[p].qd;
+					j.time_s = 0;
+					if (c->quick)
+						j.repeat = 1;
+					uint64_t t0 = bench_now_ns();
+					const struct bench_result *r = run_one(&j, 0);
+					grid_secs += (double)(bench_now_ns() - t0) / 1e9;
+					grid_done++;
+					done++;
+					char sc[32];
+					if (r->status == BENCH_OK)
+						printf(" %.1f [%s] |", r->med.mibs, fmt_sc(sc, sizeof(sc), r));
+					else
+						printf(" %s |", r->status == BENCH_SKIPPED ? "skip" : "FAIL");
+					fflush(stdout);
+					double eta = grid_secs / grid_done * (grid - grid_done) +
+						     (iopsjobs - (done > grid ? done - grid : 0)) *
+						     (iops_time * (c->quick ? 1 : j.repeat) + 0.5);
+					fprintf(stderr, "\r[%u/%u] %.0fs elapsed, about %.0fs left   ", done,
+						total, (double)(bench_now_ns() - t_start) / 1e9, eta);
+				}
+				printf("\n");
+			}
+			printf("\n");
+		}
+	}
+	printf("### 4 KiB random read IOPS in %gs (median; syscalls/IO in brackets)\n\n", iops_time);
+	printf("| mode | qd |");
+	for (unsigned e = 0; e < ne; e++)
+		printf(" %s |", engines[e]);
+	printf("\n|---|---:|");
+	for (unsigned e = 0; e < ne; e++)
+		printf("---:|");
+	printf("\n");
+	for (unsigned d = 0; d < ndir; d++)
+		for (unsigned qi = 0; qi < 2; qi++) {
+			unsigned qd = qi ? 128 : 64;
+			printf("| %s | %u |", dirs[d] ? "O_DIRECT" : "buffered", qd);
+			for (unsigned e = 0; e < ne && !bench_interrupted; e++) {
+				struct bench_job j;
+				if (make_job(c, engines[e], &j) < 0)
+					return 2;
+				j.size = sizes[0];
+				j.direct = dirs[d];
+				j.random = 1;
+				j.rw = BENCH_RW_READ;
+				j.bs = 4096;
+				j.qd = qd;
+				j.time_s = iops_time;
+				if (c->quick)
+					j.repeat = 1;
+				const struct bench_result *r = run_one(&j, 0);
+				done++;
+				char sc[32];
+				if (r->status == BENCH_OK)
+					printf(" %.0f [%s] |", r->med.iops, fmt_sc(sc, sizeof(sc), r));
+				else
+					printf(" %s |", r->status == BENCH_SKIPPED ? "skip" : "FAIL");
+				fflush(stdout);
+				fprintf(stderr, "\r[%u/%u] %.0fs elapsed, about %.0fs left   ", done, total,
+					(double)(bench_now_ns() - t_start) / 1e9,
+					(total - done) * (iops_time * j.repeat + 0.5));
+			}
+			printf("\n");
+		}
+	fprintf(stderr, "\n");
+	printf("\nSkipped engines:\n");
+	int any = 0;
+	for (size_t i = first; i < nresults; i++) {
+		const struct bench_result *r = &results[i];
+		if (r->status == BENCH_OK)
+			continue;
+		int seen = 0;
+		for (size_t k = first; k < i && !seen; k++)
+			seen = results[k].status == r->status && !strcmp(results[k].job.label, r->job.label)
+			       && !strcmp(results[k].reason, r->reason);
+		if (!seen) {
+			printf("- %s: %s: %s\n", r->job.label,
+			       r->status == BENCH_SKIPPED ? "skipped" : "FAILED", r->reason);
+			any = 1;
+		}
+	}
+	if (!any)
+		printf("- none\n");
+	return write_outputs(c) || failures ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- options */
+
+int main(int argc, char **argv)
+{
+	static struct cli c;
+	enum { O_ENGINE = 256, O_BS, O_QD, O_SIZE, O_PATTERN, O_RW, O_MIX, O_DIRECT, O_TIME,
+	       O_BYTES, O_WARMUP, O_REPEAT, O_SEED, O_NOVERIFY, O_DIR, O_IMAGE, O_JSON, O_CSV,
+	       O_QUICK };
+	static const struct option lo[] = {
+		{ "engine", required_argument, 0, O_ENGINE },
+		{ "bs", required_argument, 0, O_BS },
+		{ "qd", required_argument, 0, O_QD },
+		{ "iodepth", required_argument, 0, O_QD },
+		{ "size", required_argument, 0, O_SIZE },
+		{ "pattern", required_argument, 0, O_PATTERN },
+		{ "rw", required_argument, 0, O_RW },
+		{ "mix-read", required_argument, 0, O_MIX },
+		{ "direct", optional_argument, 0, O_DIRECT },
+		{ "time", required_argument, 0, O_TIME },
+		{ "bytes", required_argument, 0, O_BYTES },
+		{ "warmup", required_argument, 0, O_WARMUP },
+		{ "repeat", required_argument, 0, O_REPEAT },
+		{ "seed", required_argument, 0, O_SEED },
+		{ "no-verify", no_argument, 0, O_NOVERIFY },
+		{ "dir", required_argument, 0, O_DIR },
+		{ "image", required_argument, 0, O_IMAGE },
+		{ "json", required_argument, 0, O_JSON },
+		{ "csv", required_argument, 0, O_CSV },
+		{ "quick", no_argument, 0, O_QUICK },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	const char *cmd = "default";
+	char buf[256];
+
+	bench_job_defaults(&c.base);
+	c.base.repeat = 3;
+	size_t off = 0;
+	for (int i = 0; i < argc && off < sizeof(c.cmdline) - 1; i++)
+		off += (size_t)snprintf(c.cmdline + off, sizeof(c.cmdline) - off, "%s%s",
+					i ? " " : "", argv[i]);
+	if (argc > 1 && argv[1][0] != '-') {
+		cmd = argv[1];
+		argv++;
+		argc--;
+	}
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		int bad = 0;
+		switch (opt) {
+		case O_ENGINE:
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			c.nengines = 0;
+			for (char *s = buf, *t; (t = strsep(&s, ",")); ) {
+				/* "io_uring:sqpoll,fixedbufs": options after ':' until the next engine name */
+				if (c.nengines && !strchr(t, ':') && !bench_engine_find(t)) {
+					char *prev = c.engines[c.nengines - 1];
+					char *n = malloc(strlen(prev) + strlen(t) + 2);
+					if (!n)
+						return 2;
+					sprintf(n, "%s,%s", prev, t);
+					c.engines[c.nengines - 1] = n;
+					continue;
+				}
+				if (c.nengines == MAXL) {
+					bad = 1;
+					break;
+				}
+				c.engines[c.nengines++] = strdup(t);
+			}
+			break;
+		case O_BS:
+			bad = parse_list_u64(optarg, c.bs, &c.nbs, 1) < 0;
+			break;
+		case O_QD:
+			bad = parse_list_u64(optarg, c.qd, &c.nqd, 0) < 0;
+			break;
+		case O_SIZE:
+			bad = parse_list_u64(optarg, c.size, &c.nsize, 1) < 0;
+			break;
+		case O_PATTERN:
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			c.npattern = 0;
+			for (char *t = strtok(buf, ","); t && !bad; t = strtok(NULL, ",")) {
+				if (c.npattern == 2)
+					bad = 1;
+				else if (!strcmp(t, "seq") || !strcmp(t, "sequential"))
+					c.random[c.npattern++] = 0;
+				else if (!strcmp(t, "rand") || !strcmp(t, "random"))
+					c.random[c.npattern++] = 1;
+				else
+					bad = 1;
+			}
+			break;
+		case O_RW:
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			c.nrw = 0;
+			for (char *t = strtok(buf, ","); t && !bad; t = strtok(NULL, ",")) {
+				if (c.nrw == 4)
+					bad = 1;
+				else if (!strcmp(t, "read"))
+					c.rw[c.nrw++] = BENCH_RW_READ;
+				else if (!strcmp(t, "write"))
+					c.rw[c.nrw++] = BENCH_RW_WRITE;
+				else if (!strcmp(t, "mix") || !strcmp(t, "rw"))
+					c.rw[c.nrw++] = BENCH_RW_MIX;
+				else if (!strcmp(t, "nop"))
+					c.rw[c.nrw++] = BENCH_RW_NOP;
+				else
+					bad = 1;
+			}
+			break;
+		case O_MIX:
+			c.base.mix_read = (unsigned)atoi(optarg);
+			bad = c.base.mix_read > 100;
+			break;
+		case O_DIRECT:
+			c.ndirect = 0;
+			if (!optarg && optind < argc && (!strcmp(argv[optind], "0") ||
+			    !strcmp(argv[optind], "1") || !strcmp(argv[optind], "0,1") ||
+			    !strcmp(argv[optind], "1,0")))
+				optarg = argv[optind++];
+			if (!optarg) {
+				c.direct[c.ndirect++] = 1;
+				break;
+			}
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			for (char *t = strtok(buf, ","); t && !bad; t = strtok(NULL, ",")) {
+				if (c.ndirect == 2 || (strcmp(t, "0") && strcmp(t, "1")))
+					bad = 1;
+				else
+					c.direct[c.ndirect++] = atoi(t);
+			}
+			break;
+		case O_TIME:
+			c.base.time_s = atof(optarg);
+			bad = c.base.time_s <= 0;
+			break;
+		case O_BYTES:
+			bad = bench_parse_size(optarg, &c.base.bytes) < 0;
+			break;
+		case O_WARMUP:
+			c.base.warmup_s = atof(optarg);
+			bad = c.base.warmup_s < 0;
+			break;
+		case O_REPEAT:
+			c.base.repeat = (unsigned)atoi(optarg);
+			bad = c.base.repeat < 1 || c.base.repeat > BENCH_MAX_REPEAT;
+			break;
+		case O_SEED:
+			c.base.seed = strtoull(optarg, NULL, 0);
+			break;
+		case O_NOVERIFY:
+			c.base.verify = 0;
+			break;
+		case O_DIR:
+			snprintf(c.base.dir, sizeof(c.base.dir), "%s", optarg);
+			break;
+		case O_IMAGE:
+			snprintf(c.base.image, sizeof(c.base.image), "%s", optarg);
+			break;
+		case O_JSON:
+			c.json = optarg;
+			break;
+		case O_CSV:
+			c.csv = optarg;
+			break;
+		case O_QUICK:
+			c.quick = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+		if (bad) {
+			const char *name = "?";
+			for (const struct option *o = lo; o->name; o++)
+				if (o->val == opt) {
+					name = o->name;
+					break;
+				}
+			fprintf(stderr, "%s: bad value for --%s: %s\n", prog, name,
+				optarg ? optarg : "");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	for (unsigned i = 0; i < c.nengines; i++) {
+		struct bench_job j;
+		if (make_job(&c, c.engines[i], &j) < 0)
+			return 2;
+	}
+	if (!c.nbs)
+		c.bs[c.nbs++] = 4096;
+	if (!c.nqd)
+		c.qd[c.nqd++] = 1;
+	if (!c.npattern)
+		c.random[c.npattern++] = 0;
+	if (!c.nrw)
+		c.rw[c.nrw++] = BENCH_RW_READ;
+	signal(SIGINT, on_sigint);
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(cmd, "default")) {
+		return cmd_default(&c);
+	} else if (!strcmp(cmd, "run")) {
+		if (!c.nengines) {
+			fprintf(stderr, "%s: run: --engine is required\n", prog);
+			return 2;
+		}
+		if (!c.nsize)
+			c.size[c.nsize++] = 32ull << 20;
+		if (!c.ndirect)
+			c.direct[c.ndirect++] = 0;
+		return cmd_run(&c);
+	} else if (!strcmp(cmd, "sweep")) {
+		return cmd_sweep(&c);
+	}
+	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
+	usage(stderr);
+	return 2;
+}
