@@ -24,6 +24,7 @@ LIBDIR      ?= $(PREFIX)/lib
 BINDIR      ?= $(PREFIX)/bin
 INCDIR      ?= $(PREFIX)/include
 FUZZ_TIME   ?= 60
+comma       := ,
 
 ifeq ($(SANITIZE),1)
 ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -67,6 +68,8 @@ $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
+# The client library finds simplefs_server under the install prefix last.
+$(OBJ)/src/lib/%.pic.o: CPPFLAGS += -DUR_PREFIX='"$(PREFIX)"'
 $(OBJ)/%.pic.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
@@ -77,7 +80,7 @@ $(LIBSFS): $(SFS_OBJ)
 
 $(LIBUR): $(LIB_OBJ) $(wildcard src/lib/libur_fs.map)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(SONAME) \
-	  $(if $(wildcard src/lib/libur_fs.map),-Wl,--version-script=src/lib/libur_fs.map) \
+	  $(if $(wildcard src/lib/libur_fs.map),-Wl$(comma)--version-script=src/lib/libur_fs.map) \
 	  $(LDFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS_BASE)
 	ln -sf libur_fs.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf $(SONAME) $(O)/libur_fs.so

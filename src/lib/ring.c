@@ -1,0 +1,933 @@
+/*
+ * ring.c - libur_fs's ring API: create the shared region, start and stop the
+ * simplefs_server that serves it, translate SQEs (ordinary buffers through the
+ * staging area, pointers into region offsets), submit with the SQPOLL wakeup
+ * rule, and collect/wait for CQEs (spin briefly, then sleep on the CQ doorbell
+ * or notice the server's death on the liveness socket).
+ *
+ * Must never: print, leave errno as the error channel, block forever when the
+ * server is gone, make a syscall per I/O in steady state, or allocate per I/O.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "internal.h"
+
+#ifndef UR_PREFIX
+#define UR_PREFIX "/usr/local"
+#endif
+
+#define NONE UINT32_MAX
+#define DEFAULT_IDLE_US 1000u
+#define DEFAULT_SPIN_US 50u
+#define DEFAULT_STAGING (4u << 20)
+#define DEFAULT_BUFAREA (4u << 20)
+#define READY_TIMEOUT_MS 60000
+
+extern char **environ;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t r = 1;
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+/* ---------------------------------------------------------------------------
+ * Staging arena: allocations in FIFO order, frees in any order; space is
+ * reclaimed when the oldest allocations are freed, and the arena rewinds to
+ * its start whenever it becomes empty (so a steady load stays cache-hot).
+ * ------------------------------------------------------------------------- */
+static int st_alloc(struct urfs__priv *P, uint64_t len, uint64_t *off, uint32_t *rec)
+{
+	if (len == 0) {
+		*off = P->st_base;
+		*rec = NONE;
+		return 0;
+	}
+	len = align_up(len, 64);
+	if (len > P->st_size)
+		return -ENOBUFS;
+	if (P->rtail - P->rhead > P->rmask)
+		return -EAGAIN;
+	uint64_t pos = P->st_head;
+	uint64_t o = pos % P->st_size;
+	if (o + len > P->st_size) {
+		pos += P->st_size - o;
+		o = 0;
+	}
+	if (pos + len - P->st_tail > P->st_size)
+		return -EAGAIN;
+	uint32_t r = P->rtail++ & P->rmask;
+	P->recs[r].end = pos + len;
+	P->recs[r].freed = 0;
+	P->st_head = pos + len;
+	*off = P->st_base + o;
+	*rec = r;
+	return 0;
+}
+
+static void st_free(struct urfs__priv *P, uint32_t rec)
+{
+	if (rec == NONE)
+		return;
+	P->recs[rec].freed = 1;
+	while (P->rhead != P->rtail && P->recs[P->rhead & P->rmask].freed) {
+		P->st_tail = P->recs[P->rhead & P->rmask].end;
+		P->rhead++;
+	}
+	if (P->rhead == P->rtail)
+		P->st_head = P->st_tail = 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Setup
+ * ------------------------------------------------------------------------- */
+static int exec_ok(const char *p)
+{
+	return access(p, X_OK) == 0;
+}
+
+static int beside(const char *file, char *out, size_t outlen)
+{
+	const char *slash = strrchr(file, '/');
+	if (!slash)
+		return 0;
+	int n = snprintf(out, outlen, "%.*s/simplefs_server", (int)(slash - file), file);
+	return n > 0 && (size_t)n < outlen && exec_ok(out);
+}
+
+static int find_server(const char *given, char *out, size_t outlen)
+{
+	const char *e = given ? given : getenv("UR_SERVER");
+	if (e && *e) {
+		snprintf(out, outlen, "%s", e);
+		return exec_ok(out) ? 0 : -ENOENT;
+	}
+	Dl_info info;
+	if (dladdr((void *)find_server, &info) && info.dli_fname && beside(info.dli_fname, out, outlen))
+		return 0;
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		if (beside(self, out, outlen))
+			return 0;
+	}
+	snprintf(out, outlen, "%s/bin/simplefs_server", UR_PREFIX);
+	return exec_ok(out) ? 0 : -ENOENT;
+}
+
+static void reap(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* Start the server with the four descriptors at fixed numbers. */
+static int spawn_server(const char *path, char *const argv[], const int fds[4], pid_t *pid)
+{
+	int hi[4] = { -1, -1, -1, -1 };
+	int r = 0;
+	for (int i = 0; i < 4; i++) {
+		hi[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+		if (hi[i] < 0) {
+			r = -errno;
+			goto out;
+		}
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	for (int i = 0; i < 4; i++)
+		posix_spawn_file_actions_adddup2(&fa, hi[i], UR_FD_REGION + i);
+	sigset_t none, def;
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	sigaddset(&def, SIGTERM);
+	sigaddset(&def, SIGINT);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &def);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	r = -posix_spawn(pid, path, &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+out:
+	for (int i = 0; i < 4; i++)
+		if (hi[i] >= 0)
+			close(hi[i]);
+	return r;
+}
+
+static void free_priv(struct urfs__priv *P)
+{
+	if (!P)
+		return;
+	free(P->pend);
+	free(P->recs);
+	free(P);
+}
+
+UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, struct urfs_params *p)
+{
+	struct urfs_params defp;
+	if (!p) {
+		memset(&defp, 0, sizeof(defp));
+		p = &defp;
+	}
+	p->errmsg[0] = '\0';
+	p->server_pid = 0;
+	memset(ring, 0, sizeof(*ring));
+	ring->sq_fd = ring->cq_fd = ring->live_fd = -1;
+	if (entries == 0 || entries > UR_MAX_ENTRIES)
+		return -EINVAL;
+	uint32_t sqn = roundup_pow2(entries);
+	uint32_t cqn = p->cq_entries ? roundup_pow2(p->cq_entries) : 2 * sqn;
+	if (cqn < sqn || cqn > UR_MAX_ENTRIES)
+		return -EINVAL;
+	uint64_t stage = align_up(p->staging_size ? p->staging_size : DEFAULT_STAGING, 4096);
+	uint64_t bufa = align_up(p->buf_area_size ? p->buf_area_size : DEFAULT_BUFAREA, 4096);
+	if (stage > (1ull << 40) || bufa > (1ull << 40))
+		return -EINVAL;
+
+	struct ur_region_hdr g;
+	memset(&g, 0, sizeof(g));
+	g.magic = UR_ABI_MAGIC;
+	g.version = UR_ABI_VERSION;
+	g.sq_entries = sqn;
+	g.cq_entries = cqn;
+	g.sq_ctl_off = 256;
+	g.cq_ctl_off = 512;
+	g.sqes_off = 1024;
+	g.cqes_off = align_up(g.sqes_off + (uint64_t)sqn * sizeof(struct ur_sqe), 64);
+	g.data_off = align_up(g.cqes_off + (uint64_t)cqn * sizeof(struct ur_cqe), 4096);
+	g.data_size = stage + bufa;
+	g.bufs_off = g.data_off + stage;
+	g.bufs_size = bufa;
+	g.size = g.data_off + g.data_size;
+	g.idle_us = (p->flags & URFS_SETUP_IDLE) ? p->idle_us : (p->idle_us ? p->idle_us : DEFAULT_IDLE_US);
+
+	struct urfs__priv *P = calloc(1, sizeof(*P));
+	if (!P)
+		return -ENOMEM;
+	P->memfd = -1;
+	P->npend = sqn + cqn;
+	P->pend = calloc(P->npend, sizeof(*P->pend));
+	P->rmask = roundup_pow2(P->npend) - 1;
+	P->recs = calloc(P->rmask + 1, sizeof(*P->recs));
+	int r;
+	int sv[2] = { -1, -1 };
+	pid_t pid = -1;
+	uint8_t *base = MAP_FAILED;
+	if (!P->pend || !P->recs) {
+		r = -ENOMEM;
+		goto err;
+	}
+	for (uint32_t i = 0; i < P->npend; i++)
+		P->pend[i].next = i + 1 < P->npend ? i + 1 : NONE;
+	P->free_head = 0;
+	P->st_base = g.data_off;
+	P->st_size = stage;
+	P->bufs_off = g.bufs_off;
+	P->bufs_size = bufa;
+	P->data_off = g.data_off;
+	P->data_size = g.data_size;
+	P->wait_spin_ns = (uint64_t)(p->wait_spin_us ? p->wait_spin_us : DEFAULT_SPIN_US) * 1000u;
+
+	P->memfd = memfd_create("urfs-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (P->memfd < 0 || ftruncate(P->memfd, (off_t)g.size) < 0 ||
+	    fcntl(P->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		r = -errno;
+		snprintf(p->errmsg, sizeof(p->errmsg), "cannot create the shared region");
+		goto err;
+	}
+	base = mmap(NULL, g.size, PROT_READ | PROT_WRITE, MAP_SHARED, P->memfd, 0);
+	if (base == MAP_FAILED) {
+		r = -errno;
+		goto err;
+	}
+	memcpy(base, &g, sizeof(g));
+	ring->region = base;
+	ring->region_size = g.size;
+	ring->sq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ring->cq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ring->sq_fd < 0 || ring->cq_fd < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		r = -errno;
+		goto err;
+	}
+
+	char spath[PATH_MAX];
+	r = find_server(p->server, spath, sizeof(spath));
+	if (r < 0) {
+		snprintf(p->errmsg, sizeof(p->errmsg),
+			 "simplefs_server not found (looked at $UR_SERVER, beside libur_fs.so and the program, %s/bin)",
+			 UR_PREFIX);
+		goto err;
+	}
+	const char *image = p->image;
+	if (!image) {
+		const char *e = getenv("SFS_IMAGE");
+		image = e && *e ? e : "disk.sfs";
+	}
+	char *argv[16];
+	int a = 0;
+	argv[a++] = spath;
+	argv[a++] = (char *)"--client";
+	if (p->flags & URFS_SETUP_NOIMAGE) {
+		argv[a++] = (char *)"--backend";
+		argv[a++] = (char *)"none";
+	} else {
+		argv[a++] = (char *)"--image";
+		argv[a++] = (char *)image;
+	}
+	if (p->flags & URFS_SETUP_CREATE)
+		argv[a++] = (char *)"--create";
+	if (p->flags & URFS_SETUP_RDONLY)
+		argv[a++] = (char *)"--rdonly";
+	if (p->flags & URFS_SETUP_DIRECT)
+		argv[a++] = (char *)"--direct";
+	argv[a] = NULL;
+	int fds[4] = { P->memfd, ring->sq_fd, ring->cq_fd, sv[1] };
+	r = spawn_server(spath, argv, fds, &pid);
+	if (r < 0) {
+		snprintf(p->errmsg, sizeof(p->errmsg), "cannot start %.180s: %s", spath, strerror(-r));
+		pid = -1;
+		goto err;
+	}
+	close(sv[1]);
+	sv[1] = -1;
+
+	/* Wait for the server's word: ready, or why not. */
+	struct ur_hello h;
+	struct pollfd pf = { .fd = sv[0], .events = POLLIN };
+	int pr;
+	do
+		pr = poll(&pf, 1, READY_TIMEOUT_MS);
+	while (pr < 0 && errno == EINTR);
+	ssize_t n = pr > 0 ? recv(sv[0], &h, sizeof(h), MSG_DONTWAIT) : -1;
+	if (n != (ssize_t)sizeof(h)) {
+		r = pr == 0 ? -ETIMEDOUT : -EPIPE;
+		snprintf(p->errmsg, sizeof(p->errmsg), "%s", pr == 0 ? "the server did not start in time"
+			 : "the server exited during start-up");
+		goto err;
+	}
+	if (h.err) {
+		h.msg[sizeof(h.msg) - 1] = '\0';
+		snprintf(p->errmsg, sizeof(p->errmsg), "%s", h.msg);
+		r = h.err < 0 && h.err > -4096 ? h.err : -EIO;
+		goto err;
+	}
+	p->server_pid = pid;
+
+	ring->live_fd = sv[0];
+	ring->server_pid = pid;
+	ring->flags = p->flags;
+	ring->priv = P;
+	struct ur_ring_ctl *sq = (struct ur_ring_ctl *)(base + g.sq_ctl_off);
+	struct ur_ring_ctl *cq = (struct ur_ring_ctl *)(base + g.cq_ctl_off);
+	ring->sq.khead = &sq->head;
+	ring->sq.ktail = &sq->tail;
+	ring->sq.kflags = &sq->flags;
+	ring->sq.sqes = (struct ur_sqe *)(base + g.sqes_off);
+	ring->sq.ring_mask = sqn - 1;
+	ring->sq.ring_entries = sqn;
+	ring->cq.khead = &cq->head;
+	ring->cq.ktail = &cq->tail;
+	ring->cq.kflags = &cq->flags;
+	ring->cq.cqes = (struct ur_cqe *)(base + g.cqes_off);
+	ring->cq.ring_mask = cqn - 1;
+	ring->cq.ring_entries = cqn;
+	return 0;
+
+err:
+	if (sv[0] >= 0)
+		close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	if (pid > 0)
+		reap(pid);
+	if (ring->sq_fd >= 0)
+		close(ring->sq_fd);
+	if (ring->cq_fd >= 0)
+		close(ring->cq_fd);
+	if (base != MAP_FAILED)
+		munmap(base, g.size);
+	if (P->memfd >= 0)
+		close(P->memfd);
+	free_priv(P);
+	memset(ring, 0, sizeof(*ring));
+	ring->sq_fd = ring->cq_fd = ring->live_fd = -1;
+	return r;
+}
+
+UR_EXPORT int urfs_queue_init(unsigned entries, struct urfs_ring *ring, unsigned flags)
+{
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = flags;
+	return urfs_queue_init_params(entries, ring, &p);
+}
+
+UR_EXPORT void urfs_queue_exit(struct urfs_ring *ring)
+{
+	if (!ring->priv)
+		return;
+	/* Closing the liveness socket tells the server to unmount and exit. */
+	close(ring->live_fd);
+	if (ring->server_pid > 0)
+		reap(ring->server_pid);
+	close(ring->sq_fd);
+	close(ring->cq_fd);
+	munmap(ring->region, ring->region_size);
+	close(ring->priv->memfd);
+	free_priv(ring->priv);
+	memset(ring, 0, sizeof(*ring));
+	ring->sq_fd = ring->cq_fd = ring->live_fd = -1;
+}
+
+/* ---------------------------------------------------------------------------
+ * Submission: translate caller SQEs into region terms.
+ * ------------------------------------------------------------------------- */
+static int in_data(struct urfs_ring *ring, const void *ptr, uint64_t len, uint64_t *off)
+{
+	struct urfs__priv *P = ring->priv;
+	uintptr_t a = (uintptr_t)ptr, lo = (uintptr_t)ring->region + P->data_off;
+	if (a < lo || len > P->data_size || a - lo > P->data_size - len)
+		return 0;
+	*off = a - (uintptr_t)ring->region;
+	return 1;
+}
+
+static void make_fail(struct ur_sqe *sqe, int err)
+{
+	sqe->opcode = UR_OP_FAIL;
+	sqe->len = (uint32_t)err;
+	sqe->addr = sqe->addr2 = 0;
+	sqe->fd = -1;
+	sqe->op_flags = 0;
+}
+
+/* 0: translated (or turned into a FAIL); -EAGAIN: no staging room now. */
+static int translate(struct urfs_ring *ring, struct ur_sqe *sqe)
+{
+	struct urfs__priv *P = ring->priv;
+	uint32_t idx = P->free_head;
+	if (idx == NONE)
+		return -EAGAIN;
+	struct urfs_pend *p = &P->pend[idx];
+	uint64_t off, o2;
+	uint32_t rec = NONE;
+	int r = 0;
+	void *uaddr = (void *)(uintptr_t)sqe->addr;
+
+	p->dst = NULL;
+	p->stage = 0;
+	p->len = 0;
+	p->op = sqe->opcode;
+	switch (sqe->opcode) {
+	case UR_OP_READ:
+	case UR_OP_WRITE:
+		if (in_data(ring, uaddr, sqe->len, &off)) {
+			sqe->addr = off;
+			break;
+		}
+		if (!uaddr && sqe->len) {
+			make_fail(sqe, EFAULT);
+			break;
+		}
+		r = st_alloc(P, sqe->len, &off, &rec);
+		if (r == -EAGAIN)
+			return r;
+		if (r < 0) {
+			make_fail(sqe, -r);
+			break;
+		}
+		if (sqe->opcode == UR_OP_WRITE) {
+			memcpy(ring->region + off, uaddr, sqe->len);
+		} else {
+			p->dst = uaddr;
+			p->len = sqe->len;
+			p->stage = off;
+		}
+		sqe->addr = off;
+		break;
+	case UR_OP_READ_FIXED:
+	case UR_OP_WRITE_FIXED:
+		if (in_data(ring, uaddr, sqe->len, &off))
+			sqe->addr = off;
+		else
+			make_fail(sqe, EFAULT);
+		break;
+	case UR_OP_READV:
+	case UR_OP_WRITEV: {
+		const struct iovec *iov = uaddr;
+		uint32_t n = sqe->len;
+		if (n == 0 || n > UR_IOV_MAX) {
+			make_fail(sqe, EINVAL);
+			break;
+		}
+		if (!iov) {
+			make_fail(sqe, EFAULT);
+			break;
+		}
+		uint64_t need = (uint64_t)n * sizeof(struct ur_iovec);
+		for (uint32_t i = 0; i < n; i++)
+			if (!in_data(ring, iov[i].iov_base, iov[i].iov_len, &o2))
+				need += iov[i].iov_len;
+		r = st_alloc(P, need, &off, &rec);
+		if (r == -EAGAIN)
+			return r;
+		if (r < 0) {
+			make_fail(sqe, -r);
+			break;
+		}
+		struct ur_iovec *uv = (struct ur_iovec *)(ring->region + off);
+		uint64_t data = off + (uint64_t)n * sizeof(struct ur_iovec);
+		p->stage = data;
+		for (uint32_t i = 0; i < n; i++) {
+			if (in_data(ring, iov[i].iov_base, iov[i].iov_len, &o2)) {
+				uv[i].off = o2;
+			} else {
+				uv[i].off = data;
+				if (sqe->opcode == UR_OP_WRITEV && iov[i].iov_len)
+					memcpy(ring->region + data, iov[i].iov_base, iov[i].iov_len);
+				data += iov[i].iov_len;
+			}
+			uv[i].len = iov[i].iov_len;
+		}
+		if (sqe->opcode == UR_OP_READV) {
+			p->dst = (void *)iov;
+			p->len = n;
+		}
+		sqe->addr = off;
+		break;
+	}
+	case UR_OP_OPENAT:
+	case UR_OP_UNLINK:
+	case UR_OP_STATX: {
+		const char *name = uaddr;
+		int byname = sqe->opcode != UR_OP_STATX || sqe->fd == -1;
+		size_t nl = 0;
+		if (byname) {
+			if (!name) {
+				make_fail(sqe, EFAULT);
+				break;
+			}
+			nl = strnlen(name, UR_NAME_MAX + 1);
+			sqe->len = (uint32_t)nl;
+		}
+		uint64_t need = align_up(nl, 16) + (sqe->opcode == UR_OP_STATX ? sizeof(struct ur_statx) : 0);
+		r = st_alloc(P, need, &off, &rec);
+		if (r == -EAGAIN)
+			return r;
+		if (r < 0) {
+			make_fail(sqe, -r);
+			break;
+		}
+		if (byname) {
+			memcpy(ring->region + off, name, nl);
+			sqe->addr = off;
+		}
+		if (sqe->opcode == UR_OP_STATX) {
+			if (!sqe->addr2) {
+				st_free(P, rec);
+				rec = NONE;
+				make_fail(sqe, EFAULT);
+				break;
+			}
+			p->dst = (void *)(uintptr_t)sqe->addr2;
+			p->stage = off + align_up(nl, 16);
+			sqe->addr2 = p->stage;
+		}
+		break;
+	}
+	case UR_OP_REGISTER_BUFFERS: {
+		const struct iovec *iov = uaddr;
+		uint32_t n = sqe->len;
+		if (n == 0)
+			break;
+		r = st_alloc(P, (uint64_t)n * sizeof(struct ur_iovec), &off, &rec);
+		if (r == -EAGAIN)
+			return r;
+		if (r < 0) {
+			make_fail(sqe, -r);
+			break;
+		}
+		struct ur_iovec *uv = (struct ur_iovec *)(ring->region + off);
+		for (uint32_t i = 0; i < n; i++) {
+			uv[i].off = (uint64_t)((uintptr_t)iov[i].iov_base - (uintptr_t)ring->region);
+			uv[i].len = iov[i].iov_len;
+		}
+		sqe->addr = off;
+		break;
+	}
+	default:
+		break;
+	}
+	P->free_head = p->next;
+	p->rec = rec;
+	p->busy = 1;
+	p->user_data = sqe->user_data;
+	sqe->user_data = ((uint64_t)URFS_TAG_HI << 32) | idx;
+	P->inflight++;
+	return 0;
+}
+
+static void kick(struct urfs_ring *ring)
+{
+	if (ur_fetch_and(ring->sq.kflags, ~UR_SQ_NEED_WAKEUP) & UR_SQ_NEED_WAKEUP) {
+		uint64_t one = 1;
+		if (write(ring->sq_fd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: counter saturated, the server is being woken anyway */
+		}
+		/* Already in the slow path: notice a dead server here. */
+		struct pollfd pf = { .fd = ring->live_fd, .events = POLLIN };
+		if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR | POLLIN)))
+			ring->dead = 1;
+	}
+}
+
+UR_EXPORT uint32_t __urfs_cq_collect(struct urfs_ring *ring);
+
+UR_EXPORT int urfs_submit(struct urfs_ring *ring)
+{
+	struct urfs_sq *sq = &ring->sq;
+	if (ring->dead)
+		return -EPIPE;
+	uint32_t start = sq->sqe_head;
+	if (!(ring->flags & URFS_SETUP_RAW)) {
+		int collected = 0;
+		while (sq->sqe_head != sq->sqe_tail) {
+			if (translate(ring, &sq->sqes[sq->sqe_head & sq->ring_mask]) < 0) {
+				if (collected)
+					break;
+				__urfs_cq_collect(ring);
+				collected = 1;
+				continue;
+			}
+			sq->sqe_head++;
+		}
+	} else {
+		ring->priv->inflight += sq->sqe_tail - sq->sqe_head;
+		sq->sqe_head = sq->sqe_tail;
+	}
+	uint32_t n = sq->sqe_head - start;
+	if (!n)
+		return 0;
+	ur_store_release(sq->ktail, sq->sqe_head);
+	ur_smp_mb();
+	if (ur_load_relaxed(sq->kflags) & UR_SQ_NEED_WAKEUP) {
+		kick(ring);
+		if (ring->dead)
+			return -EPIPE;
+	}
+	return (int)n;
+}
+
+/* ---------------------------------------------------------------------------
+ * Completion
+ * ------------------------------------------------------------------------- */
+static void complete(struct urfs_ring *ring, struct ur_cqe *cqe, struct urfs_pend *p)
+{
+	struct urfs__priv *P = ring->priv;
+	int32_t res = cqe->res;
+	switch (p->op) {
+	case UR_OP_READ:
+		if (p->dst && res > 0)
+			memcpy(p->dst, ring->region + p->stage, (uint32_t)res < p->len ? (uint32_t)res : p->len);
+		break;
+	case UR_OP_READV:
+		if (p->dst && res > 0) {
+			const struct iovec *iov = p->dst;
+			uint64_t left = (uint64_t)res, data = p->stage, o2;
+			for (uint32_t i = 0; i < p->len; i++) {
+				uint64_t take = iov[i].iov_len < left ? iov[i].iov_len : left;
+				if (!in_data(ring, iov[i].iov_base, iov[i].iov_len, &o2)) {
+					if (take)
+						memcpy(iov[i].iov_base, ring->region + data, take);
+					data += iov[i].iov_len;
+				}
+				left -= take;
+			}
+		}
+		break;
+	case UR_OP_STATX:
+		if (p->dst && res >= 0)
+			memcpy(p->dst, ring->region + p->stage, sizeof(struct ur_statx));
+		break;
+	default:
+		break;
+	}
+	st_free(P, p->rec);
+	cqe->user_data = p->user_data;
+	p->busy = 0;
+	p->next = P->free_head;
+	P->free_head = (uint32_t)(p - P->pend);
+	P->inflight--;
+}
+
+UR_EXPORT uint32_t __urfs_cq_collect(struct urfs_ring *ring)
+{
+	struct urfs_cq *cq = &ring->cq;
+	struct urfs__priv *P = ring->priv;
+	uint32_t tail = ur_load_acquire(cq->ktail);
+	if (tail - cq->head > cq->ring_entries)   /* a broken server: take no more than fits */
+		tail = cq->head + cq->ring_entries;
+	if (ring->flags & URFS_SETUP_RAW) {
+		P->inflight -= tail - cq->ready;
+		cq->ready = tail;
+		return tail;
+	}
+	while (cq->ready != tail) {
+		struct ur_cqe *cqe = &cq->cqes[cq->ready & cq->ring_mask];
+		uint64_t ud = cqe->user_data;
+		uint32_t idx = (uint32_t)ud;
+		if ((uint32_t)(ud >> 32) == URFS_TAG_HI && idx < P->npend && P->pend[idx].busy)
+			complete(ring, cqe, &P->pend[idx]);
+		cq->ready++;
+	}
+	return tail;
+}
+
+UR_EXPORT unsigned urfs_cq_ready(struct urfs_ring *ring)
+{
+	return __urfs_cq_collect(ring) - ring->cq.head;
+}
+
+/* Wake the server if it sleeps while SQEs wait (e.g. it slept on a full CQ). */
+static void kick_if_needed(struct urfs_ring *ring)
+{
+	if (ur_load_acquire(ring->sq.ktail) != ur_load_acquire(ring->sq.khead) &&
+	    (ur_load_relaxed(ring->sq.kflags) & UR_SQ_NEED_WAKEUP))
+		kick(ring);
+}
+
+static int check_live(struct urfs_ring *ring, short revents)
+{
+	if (revents & (POLLHUP | POLLERR | POLLNVAL | POLLIN))
+		ring->dead = 1;
+	return ring->dead;
+}
+
+/* Wait until nr CQEs are ready; deadline 0: none. 0, -ETIME or -EPIPE. */
+static int wait_ready(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
+{
+	struct urfs_cq *cq = &ring->cq;
+	struct urfs__priv *P = ring->priv;
+	if (__urfs_cq_collect(ring) - cq->head >= nr)
+		return 0;
+	if (ring->dead)
+		return -EPIPE;
+	kick_if_needed(ring);
+	uint64_t t0 = now_ns(), spin_end = t0 + P->wait_spin_ns;
+	for (unsigned i = 1;; i++) {
+		ur_cpu_relax();
+		if (__urfs_cq_collect(ring) - cq->head >= nr)
+			return 0;
+		if (!(i & 31)) {
+			uint64_t t = now_ns();
+			if (t >= spin_end || (deadline && t >= deadline))
+				break;
+		}
+	}
+	for (;;) {
+		ur_fetch_or(cq->kflags, UR_CQ_NEED_WAKEUP);
+		ur_smp_mb();
+		if (__urfs_cq_collect(ring) - cq->head >= nr) {
+			ur_fetch_and(cq->kflags, ~UR_CQ_NEED_WAKEUP);
+			return 0;
+		}
+		kick_if_needed(ring);
+		struct pollfd pf[2] = {
+			{ .fd = ring->cq_fd, .events = POLLIN },
+			{ .fd = ring->live_fd, .events = POLLIN },
+		};
+		struct timespec ts, *tsp = NULL;
+		if (deadline) {
+			uint64_t t = now_ns();
+			uint64_t left = t < deadline ? deadline - t : 0;
+			ts.tv_sec = (time_t)(left / 1000000000u);
+			ts.tv_nsec = (long)(left % 1000000000u);
+			tsp = &ts;
+		}
+		int r = ppoll(pf, 2, tsp, NULL);
+		ur_fetch_and(cq->kflags, ~UR_CQ_NEED_WAKEUP);
+		if (r > 0 && (pf[0].revents & POLLIN)) {
+			uint64_t v;
+			if (read(ring->cq_fd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: consumed already */
+			}
+		}
+		if (__urfs_cq_collect(ring) - cq->head >= nr)
+			return 0;
+		if (r > 0 && check_live(ring, pf[1].revents))
+			return -EPIPE;
+		if (deadline && now_ns() >= deadline)
+			return -ETIME;
+	}
+}
+
+static int head_cqe(struct urfs_ring *ring, struct urfs_cqe **cqe_ptr)
+{
+	*cqe_ptr = &ring->cq.cqes[ring->cq.head & ring->cq.ring_mask];
+	return 0;
+}
+
+UR_EXPORT int urfs_wait_cqe_nr(struct urfs_ring *ring, struct urfs_cqe **cqe_ptr, unsigned wait_nr)
+{
+	*cqe_ptr = NULL;
+	int r = wait_ready(ring, wait_nr ? wait_nr : 1, 0);
+	if (r < 0)
+		return r;
+	return head_cqe(ring, cqe_ptr);
+}
+
+UR_EXPORT int urfs_wait_cqe(struct urfs_ring *ring, struct urfs_cqe **cqe_ptr)
+{
+	return urfs_wait_cqe_nr(ring, cqe_ptr, 1);
+}
+
+UR_EXPORT int urfs_wait_cqe_timeout(struct urfs_ring *ring, struct urfs_cqe **cqe_ptr, struct timespec *ts)
+{
+	*cqe_ptr = NULL;
+	uint64_t deadline = 0;
+	if (ts) {
+		deadline = now_ns() + (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+		if (!deadline)
+			deadline = 1;
+	}
+	int r = wait_ready(ring, 1, deadline);
+	if (r < 0)
+		return r;
+	return head_cqe(ring, cqe_ptr);
+}
+
+UR_EXPORT int urfs_peek_cqe(struct urfs_ring *ring, struct urfs_cqe **cqe_ptr)
+{
+	if (__urfs_cq_collect(ring) != ring->cq.head)
+		return head_cqe(ring, cqe_ptr);
+	*cqe_ptr = NULL;
+	kick_if_needed(ring);
+	return ring->dead ? -EPIPE : -EAGAIN;
+}
+
+UR_EXPORT unsigned urfs_peek_batch_cqe(struct urfs_ring *ring, struct urfs_cqe **cqes, unsigned count)
+{
+	uint32_t ready = __urfs_cq_collect(ring) - ring->cq.head;
+	unsigned n = ready < count ? ready : count;
+	for (unsigned i = 0; i < n; i++)
+		cqes[i] = &ring->cq.cqes[(ring->cq.head + i) & ring->cq.ring_mask];
+	if (!n)
+		kick_if_needed(ring);
+	return n;
+}
+
+UR_EXPORT int urfs_submit_and_wait(struct urfs_ring *ring, unsigned wait_nr)
+{
+	int n = urfs_submit(ring);
+	if (n < 0 || !wait_nr)
+		return n;
+	int r = wait_ready(ring, wait_nr, 0);
+	return r < 0 ? r : n;
+}
+
+/* ---------------------------------------------------------------------------
+ * Registered buffers
+ * ------------------------------------------------------------------------- */
+static int sync_op(struct urfs_ring *ring, uint8_t op, const void *addr, uint32_t len)
+{
+	struct urfs_sqe *sqe = urfs_get_sqe(ring);
+	if (!sqe)
+		return -EBUSY;
+	urfs_prep_rw(op, sqe, -1, addr, len, 0);
+	int r = urfs_submit(ring);
+	if (r < 0)
+		return r;
+	struct urfs_cqe *cqe;
+	r = urfs_wait_cqe(ring, &cqe);
+	if (r < 0)
+		return r;
+	r = cqe->res;
+	urfs_cqe_seen(ring, cqe);
+	return r;
+}
+
+static int quiet(struct urfs_ring *ring)
+{
+	return ring->priv->inflight == 0 && ring->sq.sqe_head == ring->sq.sqe_tail &&
+	       __urfs_cq_collect(ring) == ring->cq.head;
+}
+
+UR_EXPORT int urfs_register_buffers(struct urfs_ring *ring, struct iovec *iovecs, unsigned nr)
+{
+	struct urfs__priv *P = ring->priv;
+	if (nr == 0 || nr > UR_MAX_BUFS)
+		return -EINVAL;
+	if (P->nbufs || !quiet(ring))
+		return -EBUSY;
+	if (ring->flags & URFS_SETUP_RAW)
+		return -EINVAL;
+	uint64_t off = P->bufs_off;
+	for (unsigned i = 0; i < nr; i++) {
+		uint64_t l = align_up(iovecs[i].iov_len, 4096);
+		if (!iovecs[i].iov_len || l > P->bufs_off + P->bufs_size - off)
+			return -ENOMEM;
+		off += l;
+	}
+	off = P->bufs_off;
+	for (unsigned i = 0; i < nr; i++) {
+		iovecs[i].iov_base = ring->region + off;
+		off += align_up(iovecs[i].iov_len, 4096);
+	}
+	int r = sync_op(ring, UR_OP_REGISTER_BUFFERS, iovecs, nr);
+	if (r < 0)
+		return r;
+	P->nbufs = nr;
+	return 0;
+}
+
+UR_EXPORT int urfs_unregister_buffers(struct urfs_ring *ring)
+{
+	struct urfs__priv *P = ring->priv;
+	if (!P->nbufs)
+		return -ENXIO;
+	if (!quiet(ring))
+		return -EBUSY;
+	int r = sync_op(ring, UR_OP_REGISTER_BUFFERS, NULL, 0);
+	if (r < 0)
+		return r;
+	P->nbufs = 0;
+	return 0;
+}

@@ -1,0 +1,210 @@
+/*
+ * main.c - simplefs_server: the process a libur_fs.so client starts. It maps
+ * the client's region (fd 3), mounts the image through a backend, says
+ * "ready" (or why not) on the liveness socket (fd 6), serves the rings with
+ * the doorbells on fds 4 and 5, and unmounts cleanly and exits when the
+ * client goes away.
+ *
+ * Must never: outlive its client, leave the image mounted after it exits
+ * normally, trust anything in the region, or print to stdout (it belongs to
+ * the client's terminal); diagnostics go to stderr only for --check/--help.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "server.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: simplefs_server --client [options]   (started by libur_fs.so)\n"
+		"       simplefs_server --check --image PATH    (mount the image, report, exit)\n"
+		"\n"
+		"Serves one client's shared-memory rings (io_uring in user space) on a\n"
+		"SimpleFS image. The client hands over fd 3 (region memfd), fd 4 (SQ\n"
+		"doorbell eventfd), fd 5 (CQ doorbell eventfd), fd 6 (liveness socket).\n"
+		"\n"
+		"  --image PATH     the SimpleFS image (default $SFS_IMAGE or disk.sfs)\n"
+		"  --idle-us N      spin N microseconds without work before sleeping\n"
+		"                   (default: the value in the region header)\n"
+		"  --direct         open the image O_DIRECT\n"
+		"  --create         format a default image if PATH does not exist\n"
+		"  --rdonly         mount read-only (shared lock: several readers)\n"
+		"  --backend NAME   one of: %s (default sfs if built in)\n"
+		"  --stats          print counters to stderr at exit\n"
+		"  --help           this text\n",
+		ur_backend_names());
+}
+
+static void on_term(int sig)
+{
+	(void)sig;
+	ur_server_stop = 1;
+}
+
+static void hello(int live, int err, const char *msg)
+{
+	struct ur_hello h;
+	memset(&h, 0, sizeof(h));
+	h.err = err;
+	h.pid = (int32_t)getpid();
+	snprintf(h.msg, sizeof(h.msg), "%s", msg ? msg : "");
+	if (send(live, &h, sizeof(h), MSG_NOSIGNAL) < 0) {
+		/* the client is gone already: nothing to tell */
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "image", required_argument, 0, 'i' },
+		{ "idle-us", required_argument, 0, 'u' },
+		{ "direct", no_argument, 0, 'd' },
+		{ "create", no_argument, 0, 'c' },
+		{ "rdonly", no_argument, 0, 'r' },
+		{ "backend", required_argument, 0, 'b' },
+		{ "client", no_argument, 0, 'C' },
+		{ "check", no_argument, 0, 'k' },
+		{ "stats", no_argument, 0, 's' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 }
+	};
+	struct ur_backend_conf conf = { 0 };
+	const char *bname = NULL;
+	long idle_us = -1;
+	int client = 0, check = 0, stats = 0, c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i': conf.image = optarg; break;
+		case 'u': {
+			char *end;
+			idle_us = strtol(optarg, &end, 10);
+			if (*end || idle_us < 0 || idle_us > 10000000) {
+				fprintf(stderr, "simplefs_server: --idle-us: bad value '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'd': conf.direct = 1; break;
+		case 'c': conf.create = 1; break;
+		case 'r': conf.rdonly = 1; break;
+		case 'b': bname = optarg; break;
+		case 'C': client = 1; break;
+		case 'k': check = 1; break;
+		case 's': stats = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc || (!client && !check)) {
+		usage(stderr);
+		return 2;
+	}
+	if (!conf.image) {
+		const char *e = getenv("SFS_IMAGE");
+		conf.image = e && *e ? e : "disk.sfs";
+	}
+	const struct ur_backend_ops *be = ur_backend_find(bname ? bname : "sfs");
+	if (!be && !bname)
+		be = ur_backend_find("none");
+	if (!be) {
+		fprintf(stderr, "simplefs_server: --backend %s: no such backend (have: %s)\n",
+			bname, ur_backend_names());
+		return 2;
+	}
+
+	char err[200] = "";
+	void *bst = NULL;
+	int r;
+	if (check) {
+		r = be->init(&conf, &bst, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "simplefs_server: %s: %s\n", conf.image, err[0] ? err : strerror(-r));
+			return 1;
+		}
+		r = be->fini(bst);
+		if (r < 0) {
+			fprintf(stderr, "simplefs_server: %s: unmount: %s\n", conf.image, strerror(-r));
+			return 1;
+		}
+		printf("simplefs_server: %s: mounted and unmounted cleanly (backend %s)\n", conf.image, be->name);
+		return 0;
+	}
+
+	/* Client mode. Keep nothing the client did not mean to hand us. */
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, SIG_IGN);     /* ^C reaches the client; we follow it out */
+	signal(SIGHUP, SIG_IGN);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+	close_range(UR_FD_LIVE + 1, ~0u, 0);
+	int live = UR_FD_LIVE;
+
+	struct stat stt;
+	if (fstat(UR_FD_REGION, &stt) < 0 || fstat(live, &stt) < 0) {
+		fprintf(stderr, "simplefs_server: no client descriptors: %s\n", strerror(errno));
+		return 2;
+	}
+	fstat(UR_FD_REGION, &stt);
+	int seals = fcntl(UR_FD_REGION, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		hello(live, -EINVAL, "region is not sealed against shrinking");
+		return 1;
+	}
+	uint64_t size = (uint64_t)stt.st_size;
+	uint8_t *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, UR_FD_REGION, 0);
+	if (base == MAP_FAILED) {
+		r = -errno;
+		hello(live, r, "cannot map the region");
+		return 1;
+	}
+	close(UR_FD_REGION);
+
+	static struct ur_server s;
+	r = ur_server_attach(&s, base, size, err, sizeof(err));
+	if (r < 0) {
+		hello(live, r, err);
+		return 1;
+	}
+	if (idle_us >= 0)
+		s.idle_ns = (uint64_t)idle_us * 1000u;
+	s.efd_sq = UR_FD_SQ_DOORBELL;
+	s.efd_cq = UR_FD_CQ_DOORBELL;
+	s.live = live;
+	s.be = be;
+	s.hdr->server_pid = (int32_t)getpid();
+
+	r = be->init(&conf, &bst, err, sizeof(err));
+	if (r < 0) {
+		ur_store_release(&s.hdr->server_state, UR_STATE_FAILED);
+		hello(live, r, err[0] ? err : strerror(-r));
+		return 1;
+	}
+	s.bst = bst;
+	hello(live, 0, "ready");
+
+	ur_server_run(&s);
+
+	ur_server_close_files(&s);
+	r = be->fini(bst);
+	if (stats)
+		fprintf(stderr, "simplefs_server: %llu SQEs, %llu sleeps, %llu client wakeups\n",
+			(unsigned long long)s.n_sqe, (unsigned long long)s.n_sleep,
+			(unsigned long long)s.n_wake_client);
+	if (r < 0) {
+		fprintf(stderr, "simplefs_server: %s: unmount: %s\n", conf.image, strerror(-r));
+		return 1;
+	}
+	return 0;
+}

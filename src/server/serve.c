@@ -1,0 +1,496 @@
+/*
+ * serve.c - simplefs_server's ring loop: take SQEs, validate, dispatch to the
+ * backend, post CQEs; spin while busy, sleep on the SQ doorbell when idle
+ * (io_uring's SQPOLL rule), wake a sleeping client through the CQ doorbell.
+ *
+ * Must never trust the region: each SQE is copied to a local before it is
+ * looked at, every offset/length/index is checked against the geometry
+ * validated at start-up, head/tail the server owns are private copies, and a
+ * client that corrupts its counters gets its ring shut down (state BROKEN),
+ * not a crash, an out-of-region access or a spinning server. Never posts
+ * more CQEs than the CQ has room for.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "server.h"
+
+volatile sig_atomic_t ur_server_stop;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+/* [off, off+len) inside [lo, lo+span)? Overflow-safe. */
+static int inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t span)
+{
+	return off >= lo && len <= span && off - lo <= span - len;
+}
+
+int ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *err, size_t errlen)
+{
+	struct ur_region_hdr g;
+	if (size < sizeof(g)) {
+		snprintf(err, errlen, "region too small");
+		return -EINVAL;
+	}
+	memcpy(&g, base, sizeof(g));
+	const char *why = NULL;
+	if (g.magic != UR_ABI_MAGIC)
+		why = "bad region magic";
+	else if (g.version != UR_ABI_VERSION)
+		why = "unsupported ABI version";
+	else if (g.size != size)
+		why = "region size mismatch";
+	else if (!is_pow2(g.sq_entries) || g.sq_entries > UR_MAX_ENTRIES ||
+		 !is_pow2(g.cq_entries) || g.cq_entries > UR_MAX_ENTRIES)
+		why = "bad ring sizes";
+	else if (!inside(g.sq_ctl_off, sizeof(struct ur_ring_ctl), sizeof(g), size) ||
+		 !inside(g.cq_ctl_off, sizeof(struct ur_ring_ctl), sizeof(g), size) ||
+		 (g.sq_ctl_off | g.cq_ctl_off | g.sqes_off | g.cqes_off) % 64)
+		why = "bad ring offsets";
+	else if (!inside(g.sqes_off, (uint64_t)g.sq_entries * sizeof(struct ur_sqe), sizeof(g), size) ||
+		 !inside(g.cqes_off, (uint64_t)g.cq_entries * sizeof(struct ur_cqe), sizeof(g), size))
+		why = "bad entry array offsets";
+	else if (!inside(g.data_off, g.data_size, sizeof(g), size) ||
+		 !inside(g.bufs_off, g.bufs_size, g.data_off, g.data_size))
+		why = "bad data area";
+	else {
+		/* Control blocks and arrays must not overlap each other or the data area. */
+		struct { uint64_t o, l; } r[5] = {
+			{ 0, sizeof(g) },
+			{ g.sq_ctl_off, sizeof(struct ur_ring_ctl) },
+			{ g.cq_ctl_off, sizeof(struct ur_ring_ctl) },
+			{ g.sqes_off, (uint64_t)g.sq_entries * sizeof(struct ur_sqe) },
+			{ g.cqes_off, (uint64_t)g.cq_entries * sizeof(struct ur_cqe) },
+		};
+		for (int i = 0; i < 5 && !why; i++) {
+			if (g.data_size && r[i].o < g.data_off + g.data_size && g.data_off < r[i].o + r[i].l)
+				why = "data area overlaps the rings";
+			for (int j = i + 1; j < 5 && !why; j++)
+				if (r[i].o < r[j].o + r[j].l && r[j].o < r[i].o + r[i].l)
+					why = "ring structures overlap";
+		}
+	}
+	if (why) {
+		snprintf(err, errlen, "%s", why);
+		return -EINVAL;
+	}
+	s->base = base;
+	s->size = size;
+	s->geo = g;
+	s->hdr = (struct ur_region_hdr *)base;
+	s->sq = (struct ur_ring_ctl *)(base + g.sq_ctl_off);
+	s->cq = (struct ur_ring_ctl *)(base + g.cq_ctl_off);
+	s->sqes = (struct ur_sqe *)(base + g.sqes_off);
+	s->cqes = (struct ur_cqe *)(base + g.cqes_off);
+	s->sq_mask = g.sq_entries - 1;
+	s->cq_mask = g.cq_entries - 1;
+	s->sq_head = ur_load_acquire(&s->sq->head);
+	s->cq_tail = ur_load_acquire(&s->cq->tail);
+	s->cq_published = s->cq_tail;
+	s->idle_ns = (uint64_t)g.idle_us * 1000u;
+	return 0;
+}
+
+/* ---- file handles ------------------------------------------------------ */
+
+static int fd_ok(struct ur_server *s, int32_t fd)
+{
+	return fd >= 0 && fd < s->fdcap && s->fdopen[fd];
+}
+
+static int fd_mark(struct ur_server *s, int fd)
+{
+	if (fd >= s->fdcap) {
+		int ncap = s->fdcap ? s->fdcap : 64;
+		while (ncap <= fd)
+			ncap *= 2;
+		uint8_t *n = realloc(s->fdopen, (size_t)ncap);
+		if (!n)
+			return -ENOMEM;
+		memset(n + s->fdcap, 0, (size_t)(ncap - s->fdcap));
+		s->fdopen = n;
+		s->fdcap = ncap;
+	}
+	s->fdopen[fd] = 1;
+	return 0;
+}
+
+void ur_server_close_files(struct ur_server *s)
+{
+	for (int fd = 0; fd < s->fdcap; fd++)
+		if (s->fdopen[fd]) {
+			s->be->close(s->bst, fd);
+			s->fdopen[fd] = 0;
+		}
+	free(s->fdopen);
+	s->fdopen = NULL;
+	s->fdcap = 0;
+}
+
+/* ---- validation helpers ------------------------------------------------ */
+
+static int data_ok(struct ur_server *s, uint64_t off, uint64_t len)
+{
+	return inside(off, len, s->geo.data_off, s->geo.data_size);
+}
+
+/* Copy a name from the region into out (UR_NAME_MAX + 1). */
+static int get_name(struct ur_server *s, uint64_t addr, uint32_t len, char *out)
+{
+	if (len == 0)
+		return -EINVAL;
+	if (len > UR_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (!data_ok(s, addr, len))
+		return -EFAULT;
+	memcpy(out, s->base + addr, len);
+	out[len] = '\0';
+	if (memchr(out, '\0', len) || memchr(out, '/', len))
+		return -EINVAL;
+	return 0;
+}
+
+static int off_ok(uint64_t off)
+{
+	return off == UR_OFF_POS || off <= (uint64_t)INT64_MAX;
+}
+
+/* Load and check an iovec array; returns the total length or -errno. */
+static int64_t get_iov(struct ur_server *s, uint64_t addr, uint32_t n)
+{
+	if (n == 0 || n > UR_IOV_MAX)
+		return -EINVAL;
+	if (!data_ok(s, addr, (uint64_t)n * sizeof(struct ur_iovec)))
+		return -EFAULT;
+	memcpy(s->iov, s->base + addr, (size_t)n * sizeof(struct ur_iovec));
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!data_ok(s, s->iov[i].off, s->iov[i].len))
+			return -EFAULT;
+		total += s->iov[i].len;
+		if (total > INT32_MAX)
+			return -EINVAL;
+	}
+	return (int64_t)total;
+}
+
+static int32_t do_rw(struct ur_server *s, int wr, int32_t fd, uint64_t addr, uint64_t len, uint64_t off)
+{
+	ssize_t r = wr ? s->be->write(s->bst, fd, s->base + addr, len, off)
+		       : s->be->read(s->bst, fd, s->base + addr, len, off);
+	if (r > (ssize_t)len)           /* a backend bug must not become a lie */
+		r = -EIO;
+	return (int32_t)r;
+}
+
+static int32_t do_rwv(struct ur_server *s, int wr, int32_t fd, uint32_t n, uint64_t off)
+{
+	int64_t done = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t l = s->iov[i].len;
+		if (!l)
+			continue;
+		int32_t r = do_rw(s, wr, fd, s->iov[i].off, l, off);
+		if (r < 0)
+			return done ? (int32_t)done : r;
+		done += r;
+		if (off != UR_OFF_POS)
+			off += (uint64_t)r;
+		if ((uint64_t)r < l)
+			break;
+	}
+	return (int32_t)done;
+}
+
+static int32_t do_register(struct ur_server *s, const struct ur_sqe *q)
+{
+	uint32_t n = q->len;
+	if (n == 0) {
+		s->nbufs = 0;
+		return 0;
+	}
+	if (n > UR_MAX_BUFS)
+		return -EINVAL;
+	if (s->nbufs)
+		return -EBUSY;
+	if (!data_ok(s, q->addr, (uint64_t)n * sizeof(struct ur_iovec)))
+		return -EFAULT;
+	struct ur_iovec *tmp = s->bufs;
+	memcpy(tmp, s->base + q->addr, (size_t)n * sizeof(*tmp));
+	for (uint32_t i = 0; i < n; i++)
+		if (!inside(tmp[i].off, tmp[i].len, s->geo.bufs_off, s->geo.bufs_size) || !tmp[i].len)
+			return -EFAULT;
+	s->nbufs = n;
+	return 0;
+}
+
+/*
+ * Execute one SQE (already copied to q). *expect is set to the result a
+ * success must have for a link chain to continue (-1: any res >= 0).
+ */
+static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *expect)
+{
+	char name[UR_NAME_MAX + 1];
+	struct ur_statx st;
+	int32_t r;
+	int64_t t;
+
+	*expect = -1;
+	if (q->flags & ~UR_SQE_VALID)
+		return -EINVAL;
+	if (q->reserved[0] || q->reserved[1])
+		return -EINVAL;
+	switch (q->opcode) {
+	case UR_OP_NOP:
+		return 0;
+	case UR_OP_FAIL:
+		return q->len > 0 && q->len < 4096 ? -(int32_t)q->len : -EINVAL;
+	case UR_OP_OPENAT:
+		if (q->op_flags & ~UR_O_VALID)
+			return -EINVAL;
+		if ((r = get_name(s, q->addr, q->len, name)) < 0)
+			return r;
+		r = s->be->open(s->bst, name, q->op_flags);
+		if (r >= 0 && fd_mark(s, r) < 0) {
+			s->be->close(s->bst, r);
+			return -ENOMEM;
+		}
+		return r;
+	case UR_OP_CLOSE:
+		if (!fd_ok(s, q->fd))
+			return -EBADF;
+		s->fdopen[q->fd] = 0;
+		return s->be->close(s->bst, q->fd);
+	case UR_OP_READ:
+	case UR_OP_WRITE:
+		if (!fd_ok(s, q->fd))
+			return -EBADF;
+		if (q->len > INT32_MAX || !off_ok(q->off))
+			return -EINVAL;
+		if (!data_ok(s, q->addr, q->len))
+			return -EFAULT;
+		*expect = q->len;
+		return do_rw(s, q->opcode == UR_OP_WRITE, q->fd, q->addr, q->len, q->off);
+	case UR_OP_READ_FIXED:
+	case UR_OP_WRITE_FIXED:
+		if (!fd_ok(s, q->fd))
+			return -EBADF;
+		if (q->len > INT32_MAX || !off_ok(q->off))
+			return -EINVAL;
+		if (q->buf_index >= s->nbufs ||
+		    !inside(q->addr, q->len, s->bufs[q->buf_index].off, s->bufs[q->buf_index].len))
+			return -EFAULT;
+		*expect = q->len;
+		return do_rw(s, q->opcode == UR_OP_WRITE_FIXED, q->fd, q->addr, q->len, q->off);
+	case UR_OP_READV:
+	case UR_OP_WRITEV:
+		if (!fd_ok(s, q->fd))
+			return -EBADF;
+		if (!off_ok(q->off))
+			return -EINVAL;
+		if ((t = get_iov(s, q->addr, q->len)) < 0)
+			return (int32_t)t;
+		*expect = t;
+		return do_rwv(s, q->opcode == UR_OP_WRITEV, q->fd, q->len, q->off);
+	case UR_OP_FSYNC:
+		if (!fd_ok(s, q->fd))
+			return -EBADF;
+		return s->be->fsync(s->bst, q->fd);
+	case UR_OP_FTRUNCATE:
+		if (!fd_ok(s, q->fd))
+			return -EBADF;
+		if (q->off > (uint64_t)INT64_MAX)
+			return -EINVAL;
+		return s->be->ftruncate(s->bst, q->fd, q->off);
+	case UR_OP_UNLINK:
+		if ((r = get_name(s, q->addr, q->len, name)) < 0)
+			return r;
+		return s->be->unlink(s->bst, name);
+	case UR_OP_STATX:
+		if (!data_ok(s, q->addr2, sizeof(st)))
+			return -EFAULT;
+		memset(&st, 0, sizeof(st));
+		if (q->fd == -1) {
+			if ((r = get_name(s, q->addr, q->len, name)) < 0)
+				return r;
+			r = s->be->stat(s->bst, name, &st);
+		} else {
+			if (!fd_ok(s, q->fd))
+				return -EBADF;
+			r = s->be->fstat(s->bst, q->fd, &st);
+		}
+		if (r >= 0)
+			memcpy(s->base + q->addr2, &st, sizeof(st));
+		return r;
+	case UR_OP_REGISTER_BUFFERS:
+		return do_register(s, q);
+	default:
+		return -EINVAL;
+	}
+}
+
+/* ---- the ring ---------------------------------------------------------- */
+
+static void set_state(struct ur_server *s, uint32_t st)
+{
+	ur_store_release(&s->hdr->server_state, st);
+}
+
+static void publish_cq(struct ur_server *s)
+{
+	if (s->cq_published == s->cq_tail)
+		return;
+	ur_store_release(&s->cq->tail, s->cq_tail);
+	s->cq_published = s->cq_tail;
+	ur_smp_mb();
+	if (ur_load_relaxed(&s->cq->flags) & UR_CQ_NEED_WAKEUP) {
+		if (ur_fetch_and(&s->cq->flags, ~UR_CQ_NEED_WAKEUP) & UR_CQ_NEED_WAKEUP) {
+			uint64_t one = 1;
+			s->n_wake_client++;
+			if (write(s->efd_cq, &one, sizeof(one)) < 0) {
+				/* EAGAIN: the counter is saturated, the client will wake anyway. */
+			}
+		}
+	}
+}
+
+/* Work the server could do now: SQEs pending and room in the CQ. Detects a
+ * corrupted ring. Returns the number of SQEs it may take (0: none). */
+static uint32_t available(struct ur_server *s)
+{
+	uint32_t tail = ur_load_acquire(&s->sq->tail);
+	uint32_t pending = tail - s->sq_head;
+	uint32_t cq_head = ur_load_acquire(&s->cq->head);
+	uint32_t used = s->cq_tail - cq_head;
+	if (pending > s->geo.sq_entries || used > s->geo.cq_entries) {
+		s->broken = 1;
+		return 0;
+	}
+	uint32_t room = s->geo.cq_entries - used;
+	return pending < room ? pending : room;
+}
+
+/* One batch: take what can be taken, publish SQ head and CQ tail. */
+static uint32_t serve_batch(struct ur_server *s)
+{
+	uint32_t n = available(s);
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct ur_sqe q;
+		memcpy(&q, &s->sqes[s->sq_head & s->sq_mask], sizeof(q));
+		s->sq_head++;
+		int64_t expect;
+		int32_t res;
+		if (s->chain_failed) {
+			res = -ECANCELED;
+			expect = -1;
+		} else {
+			res = execute(s, &q, &expect);
+		}
+		if (q.flags & UR_SQE_IO_LINK)
+			s->chain_failed |= res < 0 || (expect >= 0 && res != expect);
+		else
+			s->chain_failed = 0;
+		struct ur_cqe *c = &s->cqes[s->cq_tail & s->cq_mask];
+		c->user_data = q.user_data;
+		c->res = res;
+		c->flags = 0;
+		s->cq_tail++;
+		if ((i & 15) == 15) {
+			ur_store_release(&s->sq->head, s->sq_head);
+			publish_cq(s);
+		}
+	}
+	s->n_sqe += n;
+	ur_store_release(&s->sq->head, s->sq_head);
+	publish_cq(s);
+	return n;
+}
+
+/* Returns 1 if the client is gone (EOF/hangup on the liveness socket). */
+static int client_gone(short revents, int live)
+{
+	if (revents & (POLLHUP | POLLERR | POLLNVAL))
+		return 1;
+	if (revents & POLLIN) {
+		char b[16];
+		ssize_t r = recv(live, b, sizeof(b), MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			return 1;
+	}
+	return 0;
+}
+
+int ur_server_run(struct ur_server *s)
+{
+	uint64_t idle_since = 0;
+	unsigned spins = 0;
+
+	set_state(s, UR_STATE_READY);
+	while (!ur_server_stop) {
+		if (!s->broken && serve_batch(s)) {
+			idle_since = 0;
+			continue;
+		}
+		if (s->broken) {
+			/* Serve no more; just wait for the client to go away. */
+			set_state(s, UR_STATE_BROKEN);
+			struct pollfd p = { .fd = s->live, .events = POLLIN };
+			if (poll(&p, 1, -1) > 0 && client_gone(p.revents, s->live))
+				break;
+			continue;
+		}
+		/* Idle: spin for idle_ns, then sleep. */
+		if (s->idle_ns) {
+			if (!idle_since) {
+				idle_since = now_ns();
+				spins = 0;
+				continue;
+			}
+			if ((++spins & 63) || now_ns() - idle_since < s->idle_ns) {
+				ur_cpu_relax();
+				continue;
+			}
+		}
+		ur_fetch_or(&s->sq->flags, UR_SQ_NEED_WAKEUP);
+		ur_smp_mb();
+		if (available(s) || s->broken) {
+			ur_fetch_and(&s->sq->flags, ~UR_SQ_NEED_WAKEUP);
+			continue;
+		}
+		s->n_sleep++;
+		struct pollfd p[2] = {
+			{ .fd = s->efd_sq, .events = POLLIN },
+			{ .fd = s->live, .events = POLLIN },
+		};
+		int r = poll(p, 2, -1);
+		ur_fetch_and(&s->sq->flags, ~UR_SQ_NEED_WAKEUP);
+		idle_since = 0;
+		if (r < 0)
+			continue;          /* EINTR: re-check the stop flag */
+		if (client_gone(p[1].revents, s->live))
+			break;
+		if (p[0].revents & POLLIN) {
+			uint64_t v;
+			if (read(s->efd_sq, &v, sizeof(v)) < 0) {
+				/* EAGAIN: another wakeup consumed it */
+			}
+		}
+	}
+	set_state(s, UR_STATE_EXITED);
+	return 0;
+}

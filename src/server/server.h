@@ -1,0 +1,62 @@
+/*
+ * server.h - simplefs_server's private state: one client ring, its private
+ * copies of everything the server must not re-read from shared memory, and
+ * the backend it dispatches to.
+ *
+ * Must never be included by client code: the client sees only ur_abi.h.
+ */
+#ifndef UR_SERVER_H
+#define UR_SERVER_H
+
+#include <stdint.h>
+#include <signal.h>
+#include "ur_abi.h"
+#include "backend.h"
+
+struct ur_server {
+	/* The region and the geometry validated once at start-up. */
+	uint8_t *base;
+	uint64_t size;
+	struct ur_region_hdr geo;          /* private copy of the header */
+	struct ur_region_hdr *hdr;         /* shared header (server writes pid/state) */
+	struct ur_ring_ctl *sq, *cq;
+	struct ur_sqe *sqes;
+	struct ur_cqe *cqes;
+	uint32_t sq_mask, cq_mask;
+	/* Private copies of the counters the server owns. */
+	uint32_t sq_head, cq_tail;
+	uint32_t cq_published;
+	int broken;                        /* the client corrupted the ring */
+	int chain_failed;                  /* inside a link chain whose member failed */
+
+	int efd_sq, efd_cq, live;
+	uint64_t idle_ns;
+
+	const struct ur_backend_ops *be;
+	void *bst;
+
+	/* Files opened by this client (handle -> open). */
+	uint8_t *fdopen;
+	int fdcap;
+
+	/* Registered buffers (private snapshot). */
+	struct ur_iovec bufs[UR_MAX_BUFS];
+	uint32_t nbufs;
+
+	/* Scratch for READV/WRITEV. */
+	struct ur_iovec iov[UR_IOV_MAX];
+
+	/* Counters (for --stats). */
+	uint64_t n_sqe, n_sleep, n_wake_client;
+};
+
+extern volatile sig_atomic_t ur_server_stop;
+
+/* Validate the region mapped at base (size bytes); fill s. 0 or -errno + err. */
+int  ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *err, size_t errlen);
+/* Serve until the client goes away (or a stop signal). Returns 0. */
+int  ur_server_run(struct ur_server *s);
+/* Close the client's files. */
+void ur_server_close_files(struct ur_server *s);
+
+#endif /* UR_SERVER_H */

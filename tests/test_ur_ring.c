@@ -1,0 +1,130 @@
+/* Description: ring transport with NOPs (no image): single NOP round trip,
+ * user_data echo, ring wrap-around (many times the ring size), SQ full
+ * (get_sqe returns NULL), CQ full with many more requests in flight than CQ
+ * entries (nothing lost, nothing duplicated), for-each/advance and peek_batch,
+ * wait with timeout on an empty ring, and the server sleeping and waking. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ur_fs.h"
+
+#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+static struct urfs_ring ring;
+
+static void init(unsigned sq, unsigned cq, unsigned idle_us)
+{
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = URFS_SETUP_NOIMAGE | URFS_SETUP_IDLE;
+	p.idle_us = idle_us;
+	p.cq_entries = cq;
+	int r = urfs_queue_init_params(sq, &ring, &p);
+	if (r < 0)
+		FAIL("queue_init: %s (%s)", strerror(-r), p.errmsg);
+	if (p.server_pid <= 0)
+		FAIL("no server pid");
+}
+
+int main(void)
+{
+	struct urfs_cqe *cqe;
+	struct urfs_sqe *sqe;
+	int r;
+
+	/* 1. one NOP */
+	init(8, 16, 100);
+	sqe = urfs_get_sqe(&ring);
+	if (!sqe) FAIL("get_sqe NULL on empty ring");
+	urfs_prep_nop(sqe);
+	urfs_sqe_set_data64(sqe, 0xdeadbeefcafe1234ull);
+	if ((r = urfs_submit(&ring)) != 1) FAIL("submit: %d", r);
+	if ((r = urfs_wait_cqe(&ring, &cqe)) < 0) FAIL("wait: %s", strerror(-r));
+	if (cqe->user_data != 0xdeadbeefcafe1234ull || cqe->res != 0)
+		FAIL("cqe ud=%llx res=%d", (unsigned long long)cqe->user_data, cqe->res);
+	urfs_cqe_seen(&ring, cqe);
+
+	/* 2. SQ full: 8 entries, 9th get_sqe is NULL until submitted and consumed */
+	for (int i = 0; i < 8; i++) {
+		sqe = urfs_get_sqe(&ring);
+		if (!sqe) FAIL("get_sqe %d NULL", i);
+		urfs_prep_nop(sqe);
+		urfs_sqe_set_data64(sqe, 100 + i);
+	}
+	if (urfs_get_sqe(&ring)) FAIL("get_sqe must be NULL when the SQ is full");
+	if (urfs_sq_space_left(&ring) != 0) FAIL("space left %u", urfs_sq_space_left(&ring));
+	if ((r = urfs_submit_and_wait(&ring, 8)) != 8) FAIL("submit_and_wait: %d", r);
+	unsigned seen = 0;
+	uint32_t head;
+	urfs_for_each_cqe(&ring, head, cqe) {
+		if (cqe->user_data != 100 + seen || cqe->res != 0)
+			FAIL("for_each: cqe %u ud=%llu", seen, (unsigned long long)cqe->user_data);
+		seen++;
+	}
+	if (seen != 8) FAIL("for_each saw %u", seen);
+	urfs_cq_advance(&ring, seen);
+
+	/* 3. wait with timeout on an empty ring */
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	r = urfs_wait_cqe_timeout(&ring, &cqe, &ts);
+	if (r != -ETIME) FAIL("timeout wait: %d", r);
+	if (urfs_peek_cqe(&ring, &cqe) != -EAGAIN) FAIL("peek on empty");
+	urfs_queue_exit(&ring);
+
+	/* 4. CQ full: SQ 4, CQ 8; keep up to 4 unreaped + 4 queued, 100000 NOPs,
+	 * server sleeping immediately (idle 0) so the wakeup paths run too. */
+	init(4, 8, 0);
+	uint64_t next = 0, expect = 0;
+	const uint64_t total = 100000;
+	while (expect < total) {
+		while (next < total && (sqe = urfs_get_sqe(&ring))) {
+			urfs_prep_nop(sqe);
+			urfs_sqe_set_data64(sqe, next++);
+		}
+		if ((r = urfs_submit(&ring)) < 0) FAIL("submit: %s", strerror(-r));
+		/* leave the CQ full for a while: only reap when it holds 8 */
+		if (urfs_cq_ready(&ring) < 8 && next < total)
+			if (urfs_sq_space_left(&ring) > 0)
+				continue;
+		struct urfs_cqe *batch[16];
+		if ((r = urfs_wait_cqe(&ring, &cqe)) < 0) FAIL("wait: %s", strerror(-r));
+		unsigned n = urfs_peek_batch_cqe(&ring, batch, 16);
+		if (n == 0 || n > 8) FAIL("peek_batch %u", n);
+		for (unsigned i = 0; i < n; i++) {
+			if (batch[i]->user_data != expect || batch[i]->res != 0)
+				FAIL("lost or reordered: got %llu want %llu",
+				     (unsigned long long)batch[i]->user_data, (unsigned long long)expect);
+			expect++;
+		}
+		urfs_cq_advance(&ring, n);
+	}
+	if (urfs_peek_cqe(&ring, &cqe) != -EAGAIN) FAIL("extra completion");
+	urfs_queue_exit(&ring);
+
+	/* 5. wrap-around with batches, server polling */
+	init(32, 64, 1000);
+	expect = 0;
+	for (int round = 0; round < 3000; round++) {
+		unsigned n = 1 + (unsigned)(round % 32);
+		for (unsigned i = 0; i < n; i++) {
+			sqe = urfs_get_sqe(&ring);
+			if (!sqe) FAIL("get_sqe NULL round %d", round);
+			urfs_prep_nop(sqe);
+			urfs_sqe_set_data64(sqe, expect + i);
+		}
+		if ((r = urfs_submit_and_wait(&ring, n)) != (int)n) FAIL("submit_and_wait %d", r);
+		for (unsigned i = 0; i < n; i++) {
+			if ((r = urfs_peek_cqe(&ring, &cqe)) < 0) FAIL("peek %u", i);
+			if (cqe->user_data != expect) FAIL("order");
+			urfs_cqe_seen(&ring, cqe);
+			expect++;
+		}
+	}
+	if (*ring.sq.khead < 3 * 32) FAIL("no wrap");
+	urfs_queue_exit(&ring);
+	printf("ok\n");
+	return 0;
+}
