@@ -64,8 +64,8 @@ uint64_t bench_hist_percentile(const struct bench_hist *h, double p)
 	uint64_t rank = (uint64_t)((p / 100.0) * (double)h->n + 0.999999);
 	if (rank < 1)
 		rank = 1;
-	if (rank > h->n)
-		rank = h->n;
+	if (rank >= h->n)
+		return h->max;
 	uint64_t seen = 0;
 	for (unsigned i = 0; i < BENCH_HIST_BUCKETS; i++) {
 		seen += h->b[i];
