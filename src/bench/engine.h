@@ -85,6 +85,7 @@ extern const struct bench_engine_ops bench_eng_io_uring;
 extern const struct bench_engine_ops bench_eng_libaio;
 extern const struct bench_engine_ops bench_eng_posixaio;
 extern const struct bench_engine_ops bench_eng_sfs;
+extern const struct bench_engine_ops bench_eng_ur;
 
 /* All engines this build has, NULL-terminated (run.c). */
 extern const struct bench_engine_ops *const bench_engines[];

@@ -24,7 +24,8 @@
 volatile int bench_interrupted;
 
 const struct bench_engine_ops *const bench_engines[] = {
-	/* sfs and ur are added when their libraries link */
+	/* sfs is added when SimpleFS links */
+	&bench_eng_ur,
 	&bench_eng_psync,
 	&bench_eng_io_uring,
 	&bench_eng_libaio,
@@ -240,7 +241,8 @@ static void complete(struct run_state *rs, struct bench_io *io, uint64_t now)
 	if (rs->hist)
 		bench_hist_add(rs->hist, now - io->t_start);
 	rs->ios++;
-	rs->bytes += io->len;
+	if (io->op != BENCH_OP_NOP)
+		rs->bytes += io->len;
 	if (io->op == BENCH_OP_WRITE)
 		rs->writes++;
 	else if (io->op == BENCH_OP_READ)
