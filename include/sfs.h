@@ -58,7 +58,13 @@ struct sfs_dev {
  * size if data is shorter). A fault device is a memory device that counts
  * writes: once armed with n, the n-th write and every later one are accepted
  * but never become durable; sfs_faultdev_crash() then throws away every write
- * not made durable by a sync before the cut (a power cut) and disarms. */
+ * not made durable by a sync before the cut (a power cut) and disarms.
+ * Details: n counts from the arm call (n = 1: the very next write is the cut;
+ * n = 0 disarms). Reads always see every accepted write until the crash.
+ * sfs_faultdev_writes() counts all pwrite calls since creation (never reset).
+ * Unmount (or abandon) the fs on the device BEFORE sfs_faultdev_crash(): after
+ * the crash the device is disarmed and writes are durable again. Memory and
+ * fault devices also work with sfs_faultdev_writes (memdev: its write count). */
 struct sfs_dev *sfs_memdev_new(const void *data, size_t len, uint64_t size);
 struct sfs_dev *sfs_faultdev_new(uint64_t size);
 void     sfs_faultdev_arm(struct sfs_dev *dev, uint64_t n);
@@ -98,7 +104,8 @@ int sfs_format_dev(struct sfs_dev *dev, uint32_t max_files);
  *   -EIO          the device failed
  * Recovery (journal replay, freeing unlinked-while-open files) runs here. */
 int sfs_mount(const char *path, unsigned flags, struct sfs **out, char *err, size_t errlen);
-/* Mount a device; with own != 0 the fs closes it at unmount. */
+/* Mount a device; with own != 0 the fs closes it at unmount. If the mount
+ * fails the device is never closed: the caller still owns it. */
 int sfs_mount_dev(struct sfs_dev *dev, unsigned flags, int own, struct sfs **out,
 		  char *err, size_t errlen);
 /* Commit everything, make it durable, close all files, release the lock. */

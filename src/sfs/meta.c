@@ -1,0 +1,926 @@
+/*
+ * meta.c - SimpleFS metadata: format, load + check (shared by mount and
+ * fsck), the write-ahead journal (commit and recovery), block allocation,
+ * the name hash, and freeing of unlinked files.
+ *
+ * Invariants kept here (docs/FORMAT.md has the full list):
+ *  - metadata blocks (FAT, directory) reach their home location only through
+ *    a committed journal transaction; the superblock is written only by format;
+ *  - a block freed in the running transaction is FAT_PENDING in memory (free on
+ *    disk images written by the commit) and is not reused before the commit;
+ *  - every running transaction fits the journal (callers reserve first).
+ * Must never print, never trust a byte read from the device before checking it,
+ * and never loop on a FAT chain without a bound.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "sfs_int.h"
+
+uint64_t sfs_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* ---- geometry and format ---------------------------------------------- */
+
+int sfs_format_geometry(uint64_t size, uint32_t max_files, struct sfs_super_disk *sb)
+{
+	size &= ~(uint64_t)(BS - 1);
+	if (size < SFS_MIN_SIZE)
+		return -EINVAL;
+	if (size > SFS_MAX_SIZE)
+		return -EFBIG;
+	uint64_t total = size / BS;
+	if (total > MAX_BLOCKS)
+		total = MAX_BLOCKS;
+	uint64_t jcap = total / 128;
+	if (jcap < 16)
+		jcap = 16;
+	if (jcap > 256)
+		jcap = 256;
+	uint64_t fat_blocks = div_up(total, FAT_PER_BLOCK);
+	uint64_t mf = max_files;
+	if (mf == 0) {
+		mf = SFS_DEFAULT_MAX_FILES;
+		uint64_t fit = (total / 4) * DIR_PER_BLOCK;
+		if (mf > fit)
+			mf = fit;
+	}
+	if (mf < MIN_FILES || mf > MAX_FILES_LIMIT)
+		return -EINVAL;
+	uint64_t dir_blocks = div_up(mf, DIR_PER_BLOCK);
+	uint64_t data_start = 1 + (jcap + 1) + fat_blocks + dir_blocks;
+	if (data_start + 16 > total)
+		return -ENOSPC;
+	memset(sb, 0, sizeof *sb);
+	sb->magic = SB_MAGIC;
+	sb->version = SB_VERSION;
+	sb->block_size = BS;
+	sb->total_blocks = (uint32_t)total;
+	sb->journal_start = 1;
+	sb->journal_blocks = (uint32_t)(jcap + 1);
+	sb->fat_start = sb->journal_start + sb->journal_blocks;
+	sb->fat_blocks = (uint32_t)fat_blocks;
+	sb->dir_start = sb->fat_start + sb->fat_blocks;
+	sb->dir_blocks = (uint32_t)dir_blocks;
+	sb->data_start = (uint32_t)data_start;
+	sb->max_files = (uint32_t)mf;
+	sb->created_ns = sfs_now_ns();
+	for (int i = 0; i < 16; i++)
+		sb->uuid[i] = (uint8_t)(sb->created_ns >> ((i % 8) * 8)) ^ (uint8_t)(i * 37);
+	return 0;
+}
+
+#define FMT_CHUNK 64u
+
+int sfs_format_write(struct sfs_dev *dev, const struct sfs_super_disk *sb)
+{
+	if ((uint64_t)sb->total_blocks * BS > dev->size)
+		return -ENOSPC;
+	uint8_t *buf = sfs_aligned_alloc((size_t)FMT_CHUNK * BS);
+	if (!buf)
+		return -ENOMEM;
+	int r = 0;
+	/* Empty journal header. */
+	memset(buf, 0, BS);
+	struct sfs_jhdr_disk *jh = (struct sfs_jhdr_disk *)buf;
+	jh->magic = JH_MAGIC;
+	sfs_block_seal(buf, sb->journal_start);
+	if ((r = sfs_io_write(dev, buf, BS, (uint64_t)sb->journal_start * BS)))
+		goto out;
+	/* FAT: metadata blocks reserved, data blocks free. */
+	for (uint32_t m = 0; m < sb->fat_blocks; m += FMT_CHUNK) {
+		uint32_t n = sb->fat_blocks - m < FMT_CHUNK ? sb->fat_blocks - m : FMT_CHUNK;
+		memset(buf, 0, (size_t)n * BS);
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t *e = (uint32_t *)(buf + (size_t)k * BS);
+			uint64_t first = (uint64_t)(m + k) * FAT_PER_BLOCK;
+			for (uint32_t i = 0; i < FAT_PER_BLOCK; i++) {
+				uint64_t b = first + i;
+				if (b < sb->data_start)
+					e[i] = FAT_RESERVED;
+			}
+			sfs_block_seal(buf + (size_t)k * BS, sb->fat_start + m + k);
+		}
+		if ((r = sfs_io_write(dev, buf, (size_t)n * BS, (uint64_t)(sb->fat_start + m) * BS)))
+			goto out;
+	}
+	/* Directory: all slots free. */
+	for (uint32_t m = 0; m < sb->dir_blocks; m += FMT_CHUNK) {
+		uint32_t n = sb->dir_blocks - m < FMT_CHUNK ? sb->dir_blocks - m : FMT_CHUNK;
+		memset(buf, 0, (size_t)n * BS);
+		for (uint32_t k = 0; k < n; k++)
+			sfs_block_seal(buf + (size_t)k * BS, sb->dir_start + m + k);
+		if ((r = sfs_io_write(dev, buf, (size_t)n * BS, (uint64_t)(sb->dir_start + m) * BS)))
+			goto out;
+	}
+	if ((r = dev->sync(dev)))
+		goto out;
+	/* The superblock last: a torn format is not an image. */
+	memset(buf, 0, BS);
+	memcpy(buf, sb, sizeof *sb);
+	sfs_block_seal(buf, 0);
+	if ((r = sfs_io_write(dev, buf, BS, 0)))
+		goto out;
+	r = dev->sync(dev);
+out:
+	free(buf);
+	return r;
+}
+
+SFS_EXPORT int sfs_format_dev(struct sfs_dev *dev, uint32_t max_files)
+{
+	if (!dev)
+		return -EINVAL;
+	struct sfs_super_disk sb;
+	int r = sfs_format_geometry(dev->size, max_files, &sb);
+	if (r)
+		return r;
+	return sfs_format_write(dev, &sb);
+}
+
+SFS_EXPORT int sfs_format(const char *path, uint64_t size, uint32_t max_files)
+{
+	if (!path || !*path)
+		return -EINVAL;
+	struct sfs_super_disk sb;
+	int r = sfs_format_geometry(size, max_files, &sb);
+	if (r)
+		return r;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno == EWOULDBLOCK ? EBUSY : errno;
+		close(fd);
+		return -e;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	uint64_t bytes = (uint64_t)sb.total_blocks * BS;
+	if (S_ISREG(st.st_mode)) {
+		/* Drop the old contents, then size it sparse. */
+		if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0) {
+			r = -errno;
+			close(fd);
+			return r;
+		}
+	} else if (!S_ISBLK(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	struct sfs_dev *dev;
+	if ((r = sfs_filedev_from_fd(fd, bytes, &dev))) {
+		close(fd);
+		return r;
+	}
+	r = sfs_format_write(dev, &sb);
+	dev->close(dev);
+	return r;
+}
+
+/* ---- problems (mount: fatal; fsck: reported and maybe fixed) ---------- */
+
+__attribute__((format(printf, 2, 3)))
+static int problem(struct sfs_chk *c, const char *fmt, ...)
+{
+	char text[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	c->found++;
+	if (c->strict) {
+		sfs_seterr(c->err, c->errlen, "%s", text);
+		return -EUCLEAN;
+	}
+	if (c->repair)
+		c->fixed++;
+	if (c->msg) {
+		if (c->nmsg < 200)
+			c->msg(c->arg, text);
+		else if (c->nmsg == 200)
+			c->msg(c->arg, "too many problems; not listing the rest");
+		c->nmsg++;
+	}
+	return 0;
+}
+
+/* ---- transaction bookkeeping ------------------------------------------ */
+
+static void mark_meta(struct sfs *fs, uint32_t m)
+{
+	if (!fs->dirty_bm[m]) {
+		fs->dirty_bm[m] = 1;
+		fs->dirty[fs->ndirty++] = m;
+	}
+}
+
+void sfs_mark_fat(struct sfs *fs, uint32_t block)
+{
+	mark_meta(fs, block / FAT_PER_BLOCK);
+}
+
+void sfs_mark_dir(struct sfs *fs, uint32_t slot)
+{
+	mark_meta(fs, fs->fat_blocks + slot / DIR_PER_BLOCK);
+}
+
+int sfs_txn_reserve(struct sfs *fs, uint32_t n)
+{
+	if (fs->failed)
+		return -EIO;
+	if (fs->ndirty + n > fs->jcap)
+		return sfs_commit(fs);
+	return 0;
+}
+
+/* Serialize metadata block m (index from fat_start) into buf, sealed. */
+static void serialize(struct sfs *fs, uint32_t m, uint8_t *buf)
+{
+	memset(buf, 0, BS);
+	if (m < fs->fat_blocks) {
+		uint32_t *e = (uint32_t *)buf;
+		uint64_t first = (uint64_t)m * FAT_PER_BLOCK;
+		for (uint32_t i = 0; i < FAT_PER_BLOCK && first + i < fs->total; i++) {
+			uint32_t v = fs->fat[first + i];
+			e[i] = v == FAT_PENDING ? FAT_FREE : v;
+		}
+	} else {
+		uint64_t first = (uint64_t)(m - fs->fat_blocks) * DIR_PER_BLOCK;
+		uint64_t n = DIR_PER_BLOCK;
+		if (first + n > fs->max_files)
+			n = fs->max_files - first;
+		memcpy(buf, &fs->dir[first], (size_t)n * DIRENT_SIZE);
+	}
+	sfs_block_seal(buf, fs->fat_start + m);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int fail(struct sfs *fs, int r)
+{
+	fs->failed = 1;
+	return r < 0 ? r : -EIO;
+}
+
+/* Write one transaction of n blocks (list sorted) through the journal. */
+static int commit_part(struct sfs *fs, const uint32_t *list, uint32_t n)
+{
+	struct sfs_dev *dev = fs->dev;
+	int r;
+	if (fs->jnext + n > fs->jcap) {
+		/* Wrapping: the previous transaction's log slots may be reused
+		 * only once its installs are durable. */
+		if (fs->installs_unsynced && (r = dev->sync(dev)))
+			return fail(fs, r);
+		fs->installs_unsynced = 0;
+		fs->jnext = 0;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		serialize(fs, list[i], fs->jbuf + (size_t)i * BS);
+	uint64_t logoff = (uint64_t)(fs->jstart + 1 + fs->jnext) * BS;
+	if ((r = sfs_io_write(dev, fs->jbuf, (size_t)n * BS, logoff)))
+		return fail(fs, r);
+	if ((r = dev->sync(dev)))   /* log copies + earlier data + earlier installs */
+		return fail(fs, r);
+	fs->installs_unsynced = 0;
+	struct sfs_jhdr_disk *h = (struct sfs_jhdr_disk *)fs->hbuf;
+	memset(fs->hbuf, 0, BS);
+	h->magic = JH_MAGIC;
+	h->seq = fs->seq + 1;
+	h->count = n;
+	h->start = fs->jnext;
+	for (uint32_t i = 0; i < n; i++) {
+		h->ent[i].home = fs->fat_start + list[i];
+		memcpy(&h->ent[i].crc, fs->jbuf + (size_t)i * BS + BS - 4, 4);
+	}
+	sfs_block_seal(fs->hbuf, fs->jstart);
+	if ((r = sfs_io_write(dev, fs->hbuf, BS, (uint64_t)fs->jstart * BS)))
+		return fail(fs, r);
+	if ((r = dev->sync(dev)))   /* the commit point */
+		return fail(fs, r);
+	fs->seq++;
+	/* Install, coalescing runs of consecutive home blocks. */
+	for (uint32_t i = 0; i < n;) {
+		uint32_t j = i + 1;
+		while (j < n && list[j] == list[j - 1] + 1)
+			j++;
+		if ((r = sfs_io_write(dev, fs->jbuf + (size_t)i * BS, (size_t)(j - i) * BS,
+				      (uint64_t)(fs->fat_start + list[i]) * BS)))
+			return fail(fs, r);
+		i = j;
+	}
+	fs->jnext += n;
+	fs->installs_unsynced = 1;
+	return 0;
+}
+
+/* Copy mtimes set by shared-lock writes into directory entries, while the
+ * transaction has room (they are not critical; the rest wait). */
+static void flush_mtimes(struct sfs *fs)
+{
+	for (struct sfs_ofile *of = fs->open_list; of; of = of->next) {
+		if (!atomic_load(&of->mdirty))
+			continue;
+		uint32_t m = fs->fat_blocks + of->slot / DIR_PER_BLOCK;
+		if (!fs->dirty_bm[m] && fs->ndirty >= fs->jcap)
+			continue;
+		atomic_store(&of->mdirty, 0);
+		uint64_t t = atomic_load(&of->mtime);
+		if (t > fs->dir[of->slot].mtime_ns)
+			fs->dir[of->slot].mtime_ns = t;
+		mark_meta(fs, m);
+	}
+}
+
+int sfs_commit(struct sfs *fs)
+{
+	if (fs->failed)
+		return -EIO;
+	if (fs->rdonly)
+		return 0;
+	flush_mtimes(fs);
+	if (fs->ndirty == 0)
+		return 0;
+	qsort(fs->dirty, fs->ndirty, sizeof fs->dirty[0], cmp_u32);
+	for (uint32_t i = 0; i < fs->ndirty;) {
+		uint32_t n = fs->ndirty - i < fs->jcap ? fs->ndirty - i : fs->jcap;
+		int r = commit_part(fs, fs->dirty + i, n);
+		if (r)
+			return r;
+		i += n;
+	}
+	/* Blocks freed in this transaction become allocatable now. */
+	for (uint32_t i = 0; i < fs->ndirty; i++) {
+		uint32_t m = fs->dirty[i];
+		fs->dirty_bm[m] = 0;
+		if (m >= fs->fat_blocks || !fs->npend)
+			continue;
+		uint64_t first = (uint64_t)m * FAT_PER_BLOCK;
+		for (uint32_t k = 0; k < FAT_PER_BLOCK && first + k < fs->total; k++) {
+			if (fs->fat[first + k] == FAT_PENDING) {
+				fs->fat[first + k] = FAT_FREE;
+				fs->free_count++;
+				fs->npend--;
+			}
+		}
+	}
+	fs->ndirty = 0;
+	return 0;
+}
+
+/* ---- allocation -------------------------------------------------------- */
+
+uint32_t sfs_alloc_block(struct sfs *fs, uint32_t pref)
+{
+	if (fs->free_count == 0)
+		return 0;
+	uint32_t b = 0;
+	if (pref >= fs->data_start && pref < fs->total && fs->fat[pref] == FAT_FREE) {
+		b = pref;
+	} else {
+		uint32_t h = fs->alloc_hint;
+		if (h < fs->data_start || h >= fs->total)
+			h = fs->data_start;
+		for (uint32_t i = h; i < fs->total; i++)
+			if (fs->fat[i] == FAT_FREE) {
+				b = i;
+				break;
+			}
+		if (!b)
+			for (uint32_t i = fs->data_start; i < h; i++)
+				if (fs->fat[i] == FAT_FREE) {
+					b = i;
+					break;
+				}
+		if (!b)
+			return 0;
+	}
+	fs->fat[b] = FAT_EOC;
+	fs->free_count--;
+	fs->alloc_hint = b + 1 < fs->total ? b + 1 : fs->data_start;
+	sfs_mark_fat(fs, b);
+	return b;
+}
+
+void sfs_free_block(struct sfs *fs, uint32_t b)
+{
+	fs->fat[b] = FAT_PENDING;
+	fs->npend++;
+	sfs_mark_fat(fs, b);
+}
+
+/* ---- names ------------------------------------------------------------- */
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 16777619u;
+	return h;
+}
+
+int sfs_lookup(struct sfs *fs, const char *name)
+{
+	for (int32_t s = fs->hhead[name_hash(name) & fs->hmask]; s >= 0; s = fs->hnext[s])
+		if (strncmp(fs->dir[s].name, name, 64) == 0)
+			return s;
+	return -1;
+}
+
+void sfs_hash_insert(struct sfs *fs, uint32_t slot)
+{
+	uint32_t h = name_hash(fs->dir[slot].name) & fs->hmask;
+	fs->hnext[slot] = fs->hhead[h];
+	fs->hhead[h] = (int32_t)slot;
+}
+
+void sfs_hash_remove(struct sfs *fs, uint32_t slot)
+{
+	int32_t *p = &fs->hhead[name_hash(fs->dir[slot].name) & fs->hmask];
+	while (*p >= 0) {
+		if (*p == (int32_t)slot) {
+			*p = fs->hnext[slot];
+			fs->hnext[slot] = -1;
+			return;
+		}
+		p = &fs->hnext[*p];
+	}
+}
+
+/* Free an unlinked file's blocks from the head, in transactions that fit the
+ * journal, then clear its slot. Each intermediate commit leaves a valid
+ * (shorter) orphan, so a crash in between is finished at the next mount. */
+int sfs_free_orphan(struct sfs *fs, uint32_t slot)
+{
+	struct sfs_dirent *e = &fs->dir[slot];
+	int r = sfs_txn_reserve(fs, 3);
+	if (r)
+		return r;
+	e->flags |= DE_ORPHAN;
+	sfs_mark_dir(fs, slot);
+	uint32_t b = e->first, n = e->nblocks;
+	while (n > 0) {
+		if (b < fs->data_start || b >= fs->total)
+			break;   /* cannot happen on a checked image */
+		if (fs->ndirty + 2 > fs->jcap) {
+			e->first = b;
+			e->nblocks = n;
+			if (e->size > (uint64_t)n * BS)
+				e->size = (uint64_t)n * BS;
+			if ((r = sfs_commit(fs)))
+				return r;
+			sfs_mark_dir(fs, slot);
+		}
+		uint32_t next = fs->fat[b];
+		if (next == FAT_FREE || next == FAT_PENDING || next == FAT_RESERVED)
+			break;
+		sfs_free_block(fs, b);
+		b = next;
+		n--;
+	}
+	memset(e, 0, sizeof *e);
+	sfs_mark_dir(fs, slot);
+	fs->nslots--;
+	return 0;
+}
+
+/* ---- load and check ----------------------------------------------------- */
+
+void sfs_free_meta(struct sfs *fs)
+{
+	free(fs->fat);
+	free(fs->dir);
+	free(fs->hhead);
+	free(fs->hnext);
+	free(fs->dirty_bm);
+	free(fs->dirty);
+	free(fs->jbuf);
+	free(fs->hbuf);
+	free(fs->ofile_by_slot);
+	fs->fat = NULL;
+	fs->dir = NULL;
+	fs->hhead = fs->hnext = NULL;
+	fs->dirty_bm = NULL;
+	fs->dirty = NULL;
+	fs->jbuf = fs->hbuf = NULL;
+	fs->ofile_by_slot = NULL;
+}
+
+static int check_super(struct sfs *fs, const uint8_t *buf, struct sfs_chk *c)
+{
+	struct sfs_super_disk sb;
+	memcpy(&sb, buf, sizeof sb);
+	if (sb.magic != SB_MAGIC) {
+		sfs_seterr(c->err, c->errlen, "not a SimpleFS image");
+		return -EMEDIUMTYPE;
+	}
+	if (sb.version != SB_VERSION) {
+		sfs_seterr(c->err, c->errlen, "unsupported SimpleFS version %u", sb.version);
+		return -EPROTONOSUPPORT;
+	}
+	if (!sfs_block_ok(buf, 0)) {
+		sfs_seterr(c->err, c->errlen, "bad checksum in superblock");
+		return -EUCLEAN;
+	}
+	const char *why = NULL;
+	uint64_t total = sb.total_blocks;
+	if (sb.block_size != BS)
+		why = "block size";
+	else if (total < 32 || total > MAX_BLOCKS)
+		why = "total blocks";
+	else if (sb.journal_start != 1 || sb.journal_blocks < JCAP_MIN + 1 ||
+		 sb.journal_blocks > JCAP_MAX + 1)
+		why = "journal";
+	else if ((uint64_t)sb.fat_start != 1ull + sb.journal_blocks ||
+		 sb.fat_blocks != div_up(total, FAT_PER_BLOCK))
+		why = "FAT";
+	else if (sb.max_files < MIN_FILES || sb.max_files > MAX_FILES_LIMIT ||
+		 sb.dir_blocks != div_up(sb.max_files, DIR_PER_BLOCK) ||
+		 (uint64_t)sb.dir_start != (uint64_t)sb.fat_start + sb.fat_blocks)
+		why = "directory";
+	else if ((uint64_t)sb.data_start != (uint64_t)sb.dir_start + sb.dir_blocks ||
+		 sb.data_start >= total)
+		why = "data start";
+	else if (sb.flags != 0)
+		why = "flags";
+	if (why) {
+		sfs_seterr(c->err, c->errlen, "bad geometry in superblock (%s)", why);
+		return -EUCLEAN;
+	}
+	if (total * BS > fs->dev->size) {
+		sfs_seterr(c->err, c->errlen,
+			   "image truncated: superblock says %llu blocks, device has %llu",
+			   (unsigned long long)total, (unsigned long long)(fs->dev->size / BS));
+		return -EUCLEAN;
+	}
+	fs->total = sb.total_blocks;
+	fs->jstart = sb.journal_start;
+	fs->jblocks = sb.journal_blocks;
+	fs->jcap = sb.journal_blocks - 1;
+	fs->fat_start = sb.fat_start;
+	fs->fat_blocks = sb.fat_blocks;
+	fs->dir_start = sb.dir_start;
+	fs->dir_blocks = sb.dir_blocks;
+	fs->data_start = sb.data_start;
+	fs->max_files = sb.max_files;
+	fs->meta_blocks = sb.fat_blocks + sb.dir_blocks;
+	return 0;
+}
+
+static int alloc_meta(struct sfs *fs)
+{
+	uint32_t hs = 16;
+	while (hs < fs->max_files)
+		hs <<= 1;
+	fs->hmask = hs - 1;
+	fs->fat = malloc((size_t)fs->total * sizeof(uint32_t));
+	fs->dir = calloc(fs->max_files, sizeof(struct sfs_dirent));
+	fs->hhead = malloc((size_t)hs * sizeof(int32_t));
+	fs->hnext = malloc((size_t)fs->max_files * sizeof(int32_t));
+	fs->dirty_bm = calloc(fs->meta_blocks, 1);
+	fs->dirty = malloc((size_t)fs->meta_blocks * sizeof(uint32_t));
+	fs->jbuf = sfs_aligned_alloc((size_t)fs->jcap * BS);
+	fs->hbuf = sfs_aligned_alloc(BS);
+	fs->ofile_by_slot = calloc(fs->max_files, sizeof(struct sfs_ofile *));
+	if (!fs->fat || !fs->dir || !fs->hhead || !fs->hnext || !fs->dirty_bm || !fs->dirty ||
+	    !fs->jbuf || !fs->hbuf || !fs->ofile_by_slot)
+		return -ENOMEM;
+	memset(fs->hhead, 0xff, (size_t)hs * sizeof(int32_t));
+	memset(fs->hnext, 0xff, (size_t)fs->max_files * sizeof(int32_t));
+	return 0;
+}
+
+/* Read the journal. Returns the number of valid logged blocks now in jbuf
+ * (homes in hbuf's header), 0 if none, or -errno on I/O failure. *clean is
+ * set when the header is a valid empty one. */
+static int read_journal(struct sfs *fs, int *clean)
+{
+	struct sfs_dev *dev = fs->dev;
+	int r = sfs_io_read(dev, fs->hbuf, BS, (uint64_t)fs->jstart * BS);
+	*clean = 0;
+	if (r)
+		return r;
+	struct sfs_jhdr_disk *h = (struct sfs_jhdr_disk *)fs->hbuf;
+	if (h->magic != JH_MAGIC || !sfs_block_ok(fs->hbuf, fs->jstart))
+		return 0;   /* torn or never written: nothing committed */
+	fs->seq = h->seq;
+	if (h->count == 0) {
+		*clean = 1;
+		return 0;
+	}
+	if (h->count > fs->jcap || h->start > fs->jcap || h->count > fs->jcap - h->start)
+		return 0;
+	for (uint32_t i = 0; i < h->count; i++)
+		if (h->ent[i].home < fs->fat_start || h->ent[i].home >= fs->data_start)
+			return 0;
+	r = sfs_io_read(dev, fs->jbuf, (size_t)h->count * BS,
+			(uint64_t)(fs->jstart + 1 + h->start) * BS);
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < h->count; i++) {
+		const uint8_t *b = fs->jbuf + (size_t)i * BS;
+		uint32_t crc;
+		memcpy(&crc, b + BS - 4, 4);
+		if (crc != h->ent[i].crc || !sfs_block_ok(b, h->ent[i].home))
+			return 0;   /* incomplete transaction: drop it whole */
+	}
+	return (int)h->count;
+}
+
+static int write_empty_header(struct sfs *fs)
+{
+	memset(fs->hbuf, 0, BS);
+	struct sfs_jhdr_disk *h = (struct sfs_jhdr_disk *)fs->hbuf;
+	h->magic = JH_MAGIC;
+	h->seq = fs->seq;
+	sfs_block_seal(fs->hbuf, fs->jstart);
+	int r = sfs_io_write(fs->dev, fs->hbuf, BS, (uint64_t)fs->jstart * BS);
+	if (!r)
+		r = fs->dev->sync(fs->dev);
+	return r;
+}
+
+/* Commit, make everything durable, and leave the journal empty (unmount,
+ * fsck repair). */
+int sfs_finish(struct sfs *fs)
+{
+	if (fs->rdonly)
+		return 0;
+	if (fs->failed)
+		return -EIO;
+	int r = sfs_commit(fs);
+	if (!r)
+		r = fs->dev->sync(fs->dev);
+	if (!r)
+		r = write_empty_header(fs);
+	if (r)
+		fs->failed = 1;
+	return r;
+}
+
+static int valid_name(const char *n)
+{
+	size_t len = strnlen(n, 64);
+	return len > 0 && len < 64 && !memchr(n, '/', len);
+}
+
+#define LOAD_CHUNK 256u
+
+/* Load (and check) all metadata of fs->dev into fs. Strict (mount): the first
+ * problem fails with -EUCLEAN. Otherwise (fsck) problems are reported, and
+ * with c->repair fixed in memory and marked dirty (the caller commits). */
+int sfs_load(struct sfs *fs, struct sfs_chk *c)
+{
+	struct sfs_dev *dev = fs->dev;
+	uint8_t *buf = NULL, *owned = NULL;
+	int r;
+	if (dev->size < BS) {
+		sfs_seterr(c->err, c->errlen, "not a SimpleFS image (too small)");
+		return -EMEDIUMTYPE;
+	}
+	buf = sfs_aligned_alloc((size_t)LOAD_CHUNK * BS);
+	if (!buf)
+		return -ENOMEM;
+	if ((r = sfs_io_read(dev, buf, BS, 0))) {
+		sfs_seterr(c->err, c->errlen, "cannot read superblock: %s", strerror(-r));
+		goto out;
+	}
+	if ((r = check_super(fs, buf, c)))
+		goto out;
+	if ((r = alloc_meta(fs)))
+		goto out;
+
+	/* Journal recovery: a committed transaction is laid over what is read
+	 * from the home locations, and (when writable) installed for real. */
+	int clean;
+	int jn = read_journal(fs, &clean);
+	if (jn < 0) {
+		r = jn;
+		sfs_seterr(c->err, c->errlen, "cannot read journal: %s", strerror(-r));
+		goto out;
+	}
+	const struct sfs_jhdr_disk *jh = (const struct sfs_jhdr_disk *)fs->hbuf;
+	int writable = !fs->rdonly;
+	if (writable && jn > 0) {
+		for (int i = 0; i < jn; i++)
+			if ((r = sfs_io_write(dev, fs->jbuf + (size_t)i * BS, BS,
+					      (uint64_t)jh->ent[i].home * BS)))
+				goto ioerr;
+		if ((r = dev->sync(dev)))
+			goto ioerr;
+	}
+
+	for (uint32_t m0 = 0; m0 < fs->meta_blocks; m0 += LOAD_CHUNK) {
+		uint32_t n = fs->meta_blocks - m0 < LOAD_CHUNK ? fs->meta_blocks - m0 : LOAD_CHUNK;
+		if ((r = sfs_io_read(dev, buf, (size_t)n * BS, (uint64_t)(fs->fat_start + m0) * BS)))
+			goto ioerr;
+		for (int i = 0; i < jn; i++) {
+			uint32_t m = jh->ent[i].home - fs->fat_start;
+			if (m >= m0 && m < m0 + n)
+				memcpy(buf + (size_t)(m - m0) * BS, fs->jbuf + (size_t)i * BS, BS);
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t m = m0 + k;
+			const uint8_t *b = buf + (size_t)k * BS;
+			int isfat = m < fs->fat_blocks;
+			uint32_t idx = isfat ? m : m - fs->fat_blocks;
+			if (!sfs_block_ok(b, fs->fat_start + m)) {
+				if ((r = problem(c, "bad checksum in %s block %u",
+						 isfat ? "FAT" : "directory", idx)))
+					goto out;
+				if (c->repair)
+					mark_meta(fs, m);
+			}
+			if (isfat) {
+				uint64_t first = (uint64_t)idx * FAT_PER_BLOCK;
+				const uint32_t *e = (const uint32_t *)b;
+				for (uint32_t i = 0; i < FAT_PER_BLOCK; i++) {
+					if (first + i < fs->total)
+						fs->fat[first + i] = e[i];
+				}
+			} else {
+				uint64_t first = (uint64_t)idx * DIR_PER_BLOCK;
+				uint64_t cnt = DIR_PER_BLOCK;
+				if (first + cnt > fs->max_files)
+					cnt = fs->max_files - first;
+				memcpy(&fs->dir[first], b, (size_t)cnt * DIRENT_SIZE);
+			}
+		}
+	}
+	if (writable && (jn > 0 || !clean)) {
+		if ((r = write_empty_header(fs)))
+			goto ioerr;
+	}
+	fs->jnext = 0;
+	fs->installs_unsynced = 0;
+
+	/* FAT entries. */
+	for (uint64_t b = 0; b < fs->total; b++) {
+		uint32_t v = fs->fat[b];
+		if (b < fs->data_start) {
+			if (v != FAT_RESERVED) {
+				if ((r = problem(c, "FAT entry of metadata block %llu is %#x, not reserved",
+						 (unsigned long long)b, v)))
+					goto out;
+				fs->fat[b] = FAT_RESERVED;
+				if (c->repair)
+					sfs_mark_fat(fs, (uint32_t)b);
+			}
+		} else if (v != FAT_FREE && v != FAT_EOC && (v < fs->data_start || v >= fs->total)) {
+			if ((r = problem(c, "FAT entry of block %llu out of range (%#x)",
+					 (unsigned long long)b, v)))
+				goto out;
+			fs->fat[b] = FAT_EOC;
+			if (c->repair)
+				sfs_mark_fat(fs, (uint32_t)b);
+		}
+	}
+
+	/* Directory entries and their chains. */
+	owned = calloc(((size_t)fs->total + 7) / 8, 1);
+	if (!owned) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t s = 0; s < fs->max_files; s++) {
+		struct sfs_dirent *e = &fs->dir[s];
+		if (e->flags == 0)
+			continue;
+		const char *why = NULL;
+		if (e->flags & ~(DE_USED | DE_ORPHAN) || !(e->flags & DE_USED))
+			why = "bad flags";
+		else if (!(e->flags & DE_ORPHAN) && !valid_name(e->name))
+			why = "bad name";
+		else if (!(e->flags & DE_ORPHAN) && sfs_lookup(fs, e->name) >= 0)
+			why = "duplicate name";
+		if (why) {
+			if ((r = problem(c, "directory slot %u: %s; entry dropped", s, why)))
+				goto out;
+			memset(e, 0, sizeof *e);
+			if (c->repair)
+				sfs_mark_dir(fs, s);
+			continue;
+		}
+		char nm[96];
+		snprintf(nm, sizeof nm, "file %.63s (slot %u)", e->flags & DE_ORPHAN ? "(unlinked)" : e->name, s);
+		if (e->size > MAX_FILE_SIZE) {
+			if ((r = problem(c, "%s: size %llu too large", nm, (unsigned long long)e->size)))
+				goto out;
+			e->size = (uint64_t)e->nblocks * BS;
+			if (e->size > MAX_FILE_SIZE)
+				e->size = MAX_FILE_SIZE;
+			if (c->repair)
+				sfs_mark_dir(fs, s);
+		}
+		uint64_t maxb = div_up(e->size, BS);
+		if (e->nblocks > maxb) {
+			if ((r = problem(c, "%s: %u blocks for %llu bytes", nm, e->nblocks,
+					 (unsigned long long)e->size)))
+				goto out;
+			/* cut below */
+		}
+		if (e->nblocks == 0 && e->first != 0) {
+			if ((r = problem(c, "%s: first block set on an empty chain", nm)))
+				goto out;
+			e->first = 0;
+			if (c->repair)
+				sfs_mark_dir(fs, s);
+		}
+		uint32_t want = e->nblocks > maxb ? (uint32_t)maxb : e->nblocks;
+		uint32_t b = e->first, prev = 0, good = 0;
+		int bad = want < e->nblocks;   /* reported above */
+		while (good < want) {
+			if (b < fs->data_start || b >= fs->total || fs->fat[b] == FAT_FREE ||
+			    (owned[b >> 3] & (1u << (b & 7)))) {
+				const char *how = (b < fs->data_start || b >= fs->total) ? "out of range" :
+					fs->fat[b] == FAT_FREE ? "free" :
+					"already in use (cross-linked or a cycle)";
+				if ((r = problem(c, "%s: block %u of the chain (%u) is %s", nm, good, b, how)))
+					goto out;
+				bad = 1;
+				break;
+			}
+			owned[b >> 3] |= (uint8_t)(1u << (b & 7));
+			prev = b;
+			good++;
+			uint32_t next = fs->fat[b];
+			if (good < want) {
+				if (next == FAT_EOC) {
+					if ((r = problem(c, "%s: chain ends after %u of %u blocks", nm,
+							 good, e->nblocks)))
+						goto out;
+					bad = 1;
+					break;
+				}
+				b = next;
+			}
+		}
+		if (!bad && good > 0 && fs->fat[prev] != FAT_EOC) {
+			if ((r = problem(c, "%s: chain longer than %u blocks", nm, e->nblocks)))
+				goto out;
+			bad = 1;
+		}
+		if (bad) {
+			/* Cut the chain after the good blocks; the rest become leaks. */
+			if (good > 0) {
+				fs->fat[prev] = FAT_EOC;
+				if (c->repair)
+					sfs_mark_fat(fs, prev);
+			}
+			if (good == 0)
+				e->first = 0;
+			e->nblocks = good;
+			if (c->repair)
+				sfs_mark_dir(fs, s);
+		}
+		fs->nslots++;
+		if (!(e->flags & DE_ORPHAN)) {
+			sfs_hash_insert(fs, s);
+			fs->nfiles++;
+		}
+	}
+	/* Leaks: allocated blocks no file owns. Harmless at mount (lost space);
+	 * fsck reports and frees them. */
+	fs->free_count = 0;
+	for (uint64_t b = fs->data_start; b < fs->total; b++) {
+		if (fs->fat[b] != FAT_FREE && !(owned[b >> 3] & (1u << (b & 7))) && !c->strict) {
+			if ((r = problem(c, "block %llu is allocated but belongs to no file",
+					 (unsigned long long)b)))
+				goto out;
+			fs->fat[b] = FAT_FREE;
+			if (c->repair)
+				sfs_mark_fat(fs, (uint32_t)b);
+		}
+		if (fs->fat[b] == FAT_FREE)
+			fs->free_count++;
+	}
+	fs->alloc_hint = fs->data_start;
+	r = 0;
+	goto out;
+ioerr:
+	sfs_seterr(c->err, c->errlen, "device I/O error: %s", strerror(-r));
+out:
+	free(owned);
+	free(buf);
+	return r;
+}
