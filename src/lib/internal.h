@@ -47,4 +47,6 @@ struct urfs__priv {
 	int memfd;
 };
 
+int __urfs_queue_exit_status(struct urfs_ring *ring);
+
 #endif /* UR_LIB_INTERNAL_H */

@@ -144,11 +144,16 @@ static int find_server(const char *given, char *out, size_t outlen)
 	return exec_ok(out) ? 0 : -ENOENT;
 }
 
-static void reap(pid_t pid)
+/* Wait for the server; its exit status (0: clean unmount), or -1. */
+static int reap(pid_t pid)
 {
 	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	pid_t r;
+	while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
+	if (r != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 /* Start the server with the four descriptors at fixed numbers. */
@@ -400,14 +405,15 @@ UR_EXPORT int urfs_queue_init(unsigned entries, struct urfs_ring *ring, unsigned
 	return urfs_queue_init_params(entries, ring, &p);
 }
 
-UR_EXPORT void urfs_queue_exit(struct urfs_ring *ring)
+/* urfs_queue_exit that says how the server ended: 0 clean, -EIO (it failed
+ * to unmount cleanly, or died), -ECHILD (it could not be waited for). */
+int __urfs_queue_exit_status(struct urfs_ring *ring)
 {
 	if (!ring->priv)
-		return;
+		return -EINVAL;
 	/* Closing the liveness socket tells the server to unmount and exit. */
 	close(ring->live_fd);
-	if (ring->server_pid > 0)
-		reap(ring->server_pid);
+	int st = ring->server_pid > 0 ? reap(ring->server_pid) : -1;
 	close(ring->sq_fd);
 	close(ring->cq_fd);
 	munmap(ring->region, ring->region_size);
@@ -415,6 +421,12 @@ UR_EXPORT void urfs_queue_exit(struct urfs_ring *ring)
 	free_priv(ring->priv);
 	memset(ring, 0, sizeof(*ring));
 	ring->sq_fd = ring->cq_fd = ring->live_fd = -1;
+	return st == 0 ? 0 : st < 0 ? -ECHILD : -EIO;
+}
+
+UR_EXPORT void urfs_queue_exit(struct urfs_ring *ring)
+{
+	__urfs_queue_exit_status(ring);
 }
 
 /* ---------------------------------------------------------------------------

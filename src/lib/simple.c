@@ -199,10 +199,10 @@ UR_EXPORT int ur_shutdown(void)
 	if (!g_up)
 		return -ENOTCONN;
 	int dead = g_ring.dead;
-	urfs_queue_exit(&g_ring);
+	int st = __urfs_queue_exit_status(&g_ring);
 	free(g_kept);
 	g_kept = NULL;
 	g_kept_cap = g_kept_n = g_kept_head = 0;
 	g_up = 0;
-	return dead ? -EPIPE : 0;
+	return dead ? -EPIPE : st;
 }
