@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/run.sh - runs every test program under $O/tests, each in a fresh
+# tests/run.sh - runs every test program under $O/obj/t, each in a fresh
 # temporary directory, with a time limit. A test exits 0 (pass), 77 (skip) or
 # anything else (fail). Ends with the line "N passed, N failed, N skipped" and
 # exits non-zero if any test failed.
@@ -18,9 +18,9 @@ unset SFS_IMAGE
 
 pass=0; fail=0; skip=0; failed=""
 if [ $# -gt 0 ]; then
-	list=""; for n in "$@"; do list="$list $BIN/tests/$n"; done
+	list=""; for n in "$@"; do list="$list $BIN/obj/t/$n"; done
 else
-	list=$(ls "$BIN"/tests/test_* 2>/dev/null | grep -v '\.d$' | sort)
+	list=$(ls "$BIN"/obj/t/test_* 2>/dev/null | sort)
 fi
 for t in $list; do
 	[ -x "$t" ] || continue
