@@ -6,9 +6,11 @@
 #include <string.h>
 #include "backend.h"
 
+extern const struct ur_backend_ops ur_backend_sfs;
 extern const struct ur_backend_ops ur_backend_none;
 
 static const struct ur_backend_ops *const backends[] = {
+	&ur_backend_sfs,
 	&ur_backend_none,
 };
 
@@ -22,5 +24,5 @@ const struct ur_backend_ops *ur_backend_find(const char *name)
 
 const char *ur_backend_names(void)
 {
-	return "none";
+	return "sfs none";
 }
