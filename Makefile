@@ -62,6 +62,7 @@ LINK_UR    := $(if $(LIB_SRC),-L$(O) -l:$(SONAME))
 BENCH_LIBS := -luring -laio
 
 .PHONY: all test check clean install fuzz run deps
+.SECONDARY:
 all: $(LIBSFS) $(LIBUR_T) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
 
 $(OBJ)/%.o: %.c
