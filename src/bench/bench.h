@@ -48,6 +48,7 @@ struct bench_job {
 	unsigned repeat;      /* timed runs, >= 1 */
 	uint64_t seed;
 	int verify;           /* check the stamp of every read (default 1) */
+	int batch;            /* reap all in flight before refilling: qd I/Os per submit */
 	char dir[PATH_MAX];   /* where the host file lives */
 	char image[PATH_MAX]; /* SimpleFS image */
 };

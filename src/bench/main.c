@@ -66,6 +66,8 @@ static void usage(FILE *f)
 "  --repeat N        timed runs per job; medians and min..max are reported (default 3)\n"
 "  --seed N          stamp and permutation seed\n"
 "  --no-verify       do not check read stamps (not recommended)\n"
+"  --batch           submit qd I/Os, reap them all, then the next qd (default: refill as\n"
+"                    completions arrive)\n"
 "  --dir DIR         where the host file 'benchfile' is (default .)\n"
 "  --image PATH      SimpleFS image (default $SFS_IMAGE, else DIR/disk.sfs; created if missing)\n"
 "  --json FILE       every figure and the setup as JSON\n"
@@ -116,8 +118,14 @@ static int failures;
 static const struct bench_result *run_one(const struct bench_job *job, int print)
 {
 	static struct bench_result r;
-	if (bench_run_job(job, &r) < 0)
+	if (!job->ops) {
+		memset(&r, 0, sizeof(r));
+		r.job = *job;
+		r.status = BENCH_SKIPPED;
+		snprintf(r.reason, sizeof(r.reason), "engine '%s' is not in this build", job->label);
+	} else if (bench_run_job(job, &r) < 0) {
 		failures++;
+	}
 	add_result(&r);
 	if (print || r.status == BENCH_FAILED)
 		bench_report_text(r.status == BENCH_FAILED ? stderr : stdout, &r);
@@ -153,6 +161,12 @@ static int make_job(const struct cli *c, const char *engine, struct bench_job *j
 {
 	char err[200];
 	*j = c->base;
+	/* the default run and the sweep name engines that may not be built yet */
+	if (!strcmp(engine, "sfs") && !bench_engine_find("sfs")) {
+		j->ops = NULL;
+		snprintf(j->label, sizeof(j->label), "%s", engine);
+		return 0;
+	}
 	if (bench_parse_engine(engine, j, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return -1;
@@ -208,6 +222,13 @@ static double us_per_op(const struct bench_result *r)
 	return r && r->status == BENCH_OK && r->med.ios ? r->med.secs * 1e6 / (double)r->med.ios : 0;
 }
 
+static double cpu_us_io(const struct bench_result *r)
+{
+	const struct bench_run *m = &r->med;
+	double cpu = m->task_clock >= 0 ? m->task_clock : m->cpu_user + m->cpu_sys;
+	return m->ios ? cpu * 1e6 / (double)m->ios : 0;
+}
+
 static void print_scenario(const char *tag, const struct bench_result *r, int w)
 {
 	printf("%s %s:\n", tag, wl_name[w]);
@@ -221,8 +242,7 @@ static void print_scenario(const char *tag, const struct bench_result *r, int w)
 	printf(" Throughput: %.2f MiB/s, Latency: %.2f µs/op\n", r->med.mibs, us_per_op(r));
 	printf("   (%s qd=%u: completion latency p50 %.2f / p99 %.2f / p99.9 %.2f µs, "
 	       "syscalls/IO %s, CPU %.2f µs/IO)\n", r->job.label, r->job.qd, r->lat_p50,
-	       r->lat_p99, r->lat_p999, sc,
-	       (r->med.cpu_user + r->med.cpu_sys) * 1e6 / (double)r->med.ios);
+	       r->lat_p99, r->lat_p999, sc, cpu_us_io(r));
 	if (r->note[0])
 		printf("   note: %s\n", r->note);
 }
@@ -345,7 +365,7 @@ static int cmd_default(struct cli *c)
 		"ur", "ur:fixedbufs", "psync", "io_uring", "sfs", "libaio", "posixaio",
 	};
 	const unsigned nq = sizeof(qd64) / sizeof(qd64[0]);
-	const struct bench_result *q[2][sizeof(qd64) / sizeof(qd64[0])];
+	const struct bench_result *q[2][sizeof(qd64) / sizeof(qd64[0])] = { { 0 } };
 	printf("\n4 KiB random reads, qd 64 (sync engines: qd 1), 32 MiB file\n");
 	printf("| %-14s | %-8s | %10s | %10s | %9s | %11s | %9s | %9s |\n", "Engine", "direct",
 	       "IOPS", "MiB/s", "clat p99", "syscalls/IO", "ctxsw/IO", "CPU µs/IO");
@@ -375,8 +395,7 @@ static int cmd_default(struct cli *c)
 				snprintf(cs, sizeof(cs), "%.3f", (double)r->med.ctxsw / (double)r->med.ios);
 			printf("| %-14s | %-8s | %10.0f | %10.2f | %9.2f | %11s | %9s | %9.2f |\n",
 			       qd64[i], d ? "O_DIRECT" : "buffered", r->med.iops, r->med.mibs,
-			       r->lat_p99, fmt_sc(b1, sizeof(b1), r), cs,
-			       (r->med.cpu_user + r->med.cpu_sys) * 1e6 / (double)r->med.ios);
+			       r->lat_p99, fmt_sc(b1, sizeof(b1), r), cs, cpu_us_io(r));
 			fflush(stdout);
 		}
 	printf("\nRatios, 4 KiB random read IOPS at qd 64\n");
@@ -396,6 +415,52 @@ static int cmd_default(struct cli *c)
 		       fmt_ratio(b4, sizeof(b4), iops[1], iops[3]),
 		       fmt_ratio(b5, sizeof(b5), iops[0], iops[4]));
 	}
+
+	/* The transport alone: NOPs, batched 32 per submit, and one at a time. */
+	static const struct { const char *engine; unsigned qd; } nops[] = {
+		{ "io_uring", 32 }, { "ur", 32 }, { "io_uring", 1 }, { "ur", 1 },
+	};
+	const struct bench_result *nr[4] = { 0 };
+	double nop_time = c->base.time_s > 0 ? c->base.time_s : 0.5;
+	printf("\nNOP transport, no data: batched (32 per submit, all reaped before the next "
+	       "batch) and round trip (qd 1), %gs each\n", nop_time);
+	printf("| %-8s | %3s | %12s | %10s | %11s | %11s | %9s |\n", "Engine", "QD", "NOPs/s",
+	       "clat p50", "syscalls/IO", "ctxsw/IO", "CPU µs/IO");
+	printf("|----------|-----|--------------|------------|-------------|-------------|"
+	       "-----------|\n");
+	for (unsigned i = 0; i < 4 && !bench_interrupted; i++) {
+		struct bench_job j;
+		if (make_job(c, nops[i].engine, &j) < 0)
+			return 2;
+		j.rw = BENCH_RW_NOP;
+		j.qd = nops[i].qd;
+		j.batch = 1;
+		j.time_s = nop_time;
+		const struct bench_result *r = nr[i] = keep(run_one(&j, 0));
+		if (r->status != BENCH_OK) {
+			printf("| %-8s | %3u | %s: %s\n", nops[i].engine, nops[i].qd,
+			       r->status == BENCH_SKIPPED ? "skipped" : "FAILED", r->reason);
+			continue;
+		}
+		char cs[32];
+		if (r->med.ctxsw < 0)
+			snprintf(cs, sizeof(cs), "n/a");
+		else
+			snprintf(cs, sizeof(cs), "%.3f", (double)r->med.ctxsw / (double)r->med.ios);
+		printf("| %-8s | %3u | %12.0f | %10.2f | %11s | %11s | %9.2f |\n", nops[i].engine,
+		       nops[i].qd, r->med.iops, r->lat_p50, fmt_sc(b1, sizeof(b1), r), cs,
+		       cpu_us_io(r));
+		fflush(stdout);
+	}
+	if (nr[0] && nr[1] && nr[2] && nr[3])
+		printf("ur / io_uring: batched NOP rate %s; qd-1 round trip time, mean (elapsed/ops) "
+		       "%s, p50 %s\n",
+		       fmt_ratio(b1, sizeof(b1), nr[1]->status == BENCH_OK ? nr[1]->med.iops : 0,
+				 nr[0]->status == BENCH_OK ? nr[0]->med.iops : 0),
+		       fmt_ratio(b2, sizeof(b2), us_per_op(nr[3]), us_per_op(nr[2])),
+		       fmt_ratio(b3, sizeof(b3), nr[3]->status == BENCH_OK ? nr[3]->lat_p50 : 0,
+				 nr[2]->status == BENCH_OK ? nr[2]->lat_p50 : 0));
+
 	printf("\nAll figures: the whole system (bench and any server process it started), "
 	       "medians of %u runs; the host is shared, so compare ratios, not absolutes.\n",
 	       c->base.repeat);
@@ -577,7 +642,7 @@ int main(int argc, char **argv)
 	static struct cli c;
 	enum { O_ENGINE = 256, O_BS, O_QD, O_SIZE, O_PATTERN, O_RW, O_MIX, O_DIRECT, O_TIME,
 	       O_BYTES, O_WARMUP, O_REPEAT, O_SEED, O_NOVERIFY, O_DIR, O_IMAGE, O_JSON, O_CSV,
-	       O_QUICK };
+	       O_QUICK, O_BATCH };
 	static const struct option lo[] = {
 		{ "engine", required_argument, 0, O_ENGINE },
 		{ "bs", required_argument, 0, O_BS },
@@ -599,6 +664,7 @@ int main(int argc, char **argv)
 		{ "json", required_argument, 0, O_JSON },
 		{ "csv", required_argument, 0, O_CSV },
 		{ "quick", no_argument, 0, O_QUICK },
+		{ "batch", no_argument, 0, O_BATCH },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -739,6 +805,9 @@ int main(int argc, char **argv)
 			break;
 		case O_QUICK:
 			c.quick = 1;
+			break;
+		case O_BATCH:
+			c.base.batch = 1;
 			break;
 		case 'h':
 			usage(stdout);

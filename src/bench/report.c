@@ -95,6 +95,8 @@ void bench_report_text(FILE *f, const struct bench_result *r)
 		fprintf(f, " mix-read=%u%%", j->mix_read);
 	if (j->time_s > 0)
 		fprintf(f, " time=%gs", j->time_s);
+	if (j->batch)
+		fprintf(f, " batch=%u", j->qd);
 	if (r->status == BENCH_SKIPPED) {
 		fprintf(f, "\n  skipped: %s\n", r->reason);
 		return;
@@ -321,7 +323,7 @@ int bench_write_json(const char *path, const struct bench_result *rs, size_t n, 
 		const struct bench_result *r = &rs[i];
 		const struct bench_job *j = &r->job;
 		fprintf(f, "    {\"engine\": ");
-		jstr(f, j->ops->name);
+		jstr(f, j->ops ? j->ops->name : j->label);
 		fprintf(f, ", \"label\": ");
 		jstr(f, j->label);
 		fprintf(f, ", \"options\": {\"sqpoll\": %u, \"regfiles\": %u, \"fixedbufs\": %u, "
@@ -329,11 +331,11 @@ int bench_write_json(const char *path, const struct bench_result *rs, size_t n, 
 			j->eo.idle_us);
 		fprintf(f, "\"rw\": \"%s\", \"pattern\": \"%s\", \"mix_read\": %u, \"bs\": %u, "
 			"\"qd\": %u, \"size\": %llu, \"direct\": %d, \"time_s\": %g, \"bytes\": %llu, "
-			"\"warmup_s\": %g, \"repeat\": %u, \"seed\": %llu, \"verify\": %d, ",
+			"\"warmup_s\": %g, \"repeat\": %u, \"seed\": %llu, \"verify\": %d, \"batch\": %d, ",
 			bench_rw_name(j->rw), j->random ? "random" : "sequential", j->mix_read, j->bs,
 			j->qd, (unsigned long long)j->size, j->direct, j->time_s,
 			(unsigned long long)j->bytes, j->warmup_s, j->repeat,
-			(unsigned long long)j->seed, j->verify);
+			(unsigned long long)j->seed, j->verify, j->batch);
 		fprintf(f, "\"status\": \"%s\", \"reason\": ",
 			r->status == BENCH_OK ? "ok" : r->status == BENCH_SKIPPED ? "skipped" : "failed");
 		jstr(f, r->reason);
@@ -396,7 +398,7 @@ int bench_write_csv(const char *path, const struct bench_result *rs, size_t n)
 		const struct bench_result *r = &rs[i];
 		const struct bench_job *j = &r->job;
 		const struct bench_run *m = &r->med;
-		fprintf(f, "%s,%s,%s,%s,%u,%u,%u,%llu,%d,%g,%s,%u", j->label, j->ops->name,
+		fprintf(f, "%s,%s,%s,%s,%u,%u,%u,%llu,%d,%g,%s,%u", j->label, j->ops ? j->ops->name : j->label,
 			bench_rw_name(j->rw), j->random ? "random" : "sequential", j->mix_read, j->bs,
 			j->qd, (unsigned long long)j->size, j->direct, j->time_s,
 			r->status == BENCH_OK ? "ok" : r->status == BENCH_SKIPPED ? "skipped" : "failed",

@@ -325,7 +325,7 @@ static int run_loop(struct run_state *rs, uint64_t total, uint64_t duration_ns)
 				break;
 			continue;
 		}
-		int n = ops->getevents(td, 1, rs->inflight);
+		int n = ops->getevents(td, job->batch ? rs->inflight : 1, rs->inflight);
 		if (n < 0) {
 			snprintf(rs->why, rs->whylen, "reap: %s", strerror(-n));
 			rs->failed = 1;
