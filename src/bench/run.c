@@ -24,7 +24,7 @@
 volatile int bench_interrupted;
 
 const struct bench_engine_ops *const bench_engines[] = {
-	/* sfs is added when SimpleFS links */
+	&bench_eng_sfs,
 	&bench_eng_ur,
 	&bench_eng_psync,
 	&bench_eng_io_uring,
