@@ -1,0 +1,284 @@
+/* Description: SimpleFS limits and their errors: names of 63 bytes work, 64
+ * give -ENAMETOOLONG, empty names -EINVAL; exactly max_files files can exist
+ * and one more gives -ENOSPC (a slot comes back after a remove, the full
+ * directory survives a remount); bad handles give -EBADF everywhere; offsets
+ * and seeks that overflow are refused and change nothing.
+ *
+ * It must never accept a crash or a silent success where an error is due.
+ */
+#include <sfs.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+/* r must be one of the listed errors */
+#define CHECK_ERR2(r, e1, e2) do { long long _r = (long long)(r); \
+	if (_r != -(e1) && _r != -(e2)) FAIL("%s = %lld (%s), expected -%s or -%s", #r, _r, \
+		_r < 0 ? strerror((int)-_r) : "success", #e1, #e2); } while (0)
+
+static const char *img = "limits.sfs";
+
+static struct sfs *do_mount(void)
+{
+	struct sfs *fs;
+	char err[256] = "";
+	int r = sfs_mount(img, 0, &fs, err, sizeof err);
+
+	if (r < 0)
+		FAIL("mount: %s (%s)", strerror(-r), err);
+	return fs;
+}
+
+static void fsck_clean(void)
+{
+	struct sfs_fsck_result res = { 0, 0 };
+	char err[256] = "";
+	int r = sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err);
+
+	if (r < 0)
+		FAIL("fsck: %s (%s)", strerror(-r), err);
+	CHECK_EQ(res.errors_found, 0);
+}
+
+static void names(struct sfs *fs)
+{
+	char n63[SFS_NAME_MAX + 1], n64[SFS_NAME_MAX + 2], n200[201];
+	struct sfs_stat st;
+	int fd;
+
+	CHECK_EQ(SFS_NAME_MAX, 63);
+	memset(n63, 'L', SFS_NAME_MAX);
+	n63[SFS_NAME_MAX] = '\0';
+	memset(n64, 'L', SFS_NAME_MAX + 1);
+	n64[SFS_NAME_MAX + 1] = '\0';
+	memset(n200, 'M', 200);
+	n200[200] = '\0';
+
+	fd = sfs_file_open(fs, n63, SFS_O_CREAT);
+	if (fd < 0)
+		FAIL("63-byte name: %s", strerror(-fd));
+	CHECK_EQ(sfs_file_write(fs, fd, "x", 1), 1);
+	CHECK_EQ(sfs_file_stat(fs, fd, &st), 0);
+	CHECK(strcmp(st.name, n63) == 0);
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+	CHECK_EQ(sfs_stat(fs, n63, &st), 0);
+	CHECK_EQ(st.size, 1);
+
+	CHECK_EQ(sfs_file_open(fs, n64, SFS_O_CREAT), -ENAMETOOLONG);
+	CHECK_EQ(sfs_file_open(fs, n64, 0), -ENAMETOOLONG);
+	CHECK_EQ(sfs_file_open(fs, n200, SFS_O_CREAT), -ENAMETOOLONG);
+	CHECK_EQ(sfs_unlink(fs, n64), -ENAMETOOLONG);
+	CHECK_EQ(sfs_stat(fs, n64, &st), -ENAMETOOLONG);
+	/* A 64-byte name must not match its 63-byte prefix either. */
+	CHECK_EQ(sfs_stat(fs, n63, &st), 0);
+
+	CHECK_EQ(sfs_file_open(fs, "", SFS_O_CREAT), -EINVAL);
+	CHECK_EQ(sfs_file_open(fs, "", 0), -EINVAL);
+	CHECK_EQ(sfs_unlink(fs, ""), -EINVAL);
+	CHECK_EQ(sfs_stat(fs, "", &st), -EINVAL);
+	/* '/' has no meaning in a flat directory (FORMAT: names exclude it). */
+	CHECK_EQ(sfs_file_open(fs, "a/b", SFS_O_CREAT), -EINVAL);
+
+	CHECK_EQ(sfs_file_open(fs, "nope", 0), -ENOENT);
+	CHECK_EQ(sfs_unlink(fs, "nope"), -ENOENT);
+	CHECK_EQ(sfs_stat(fs, "nope", &st), -ENOENT);
+	fd = sfs_file_open(fs, "excl", SFS_O_CREAT | SFS_O_EXCL);
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_open(fs, "excl", SFS_O_CREAT | SFS_O_EXCL), -EEXIST);
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+	CHECK_EQ(sfs_unlink(fs, "excl"), 0);
+	CHECK_EQ(sfs_unlink(fs, n63), 0);
+}
+
+static void handles(struct sfs *fs)
+{
+	char buf[16];
+	struct sfs_stat st;
+	struct sfs_extent ext[2];
+	int fd, ro, bad[] = { -1, -1000, 7777, 65536, 1 << 30 };
+
+	for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int b = bad[i];
+
+		CHECK_EQ(sfs_file_close(fs, b), -EBADF);
+		CHECK_EQ(sfs_file_pread(fs, b, buf, 1, 0), -EBADF);
+		CHECK_EQ(sfs_file_pwrite(fs, b, buf, 1, 0), -EBADF);
+		CHECK_EQ(sfs_file_read(fs, b, buf, 1), -EBADF);
+		CHECK_EQ(sfs_file_write(fs, b, buf, 1), -EBADF);
+		CHECK_EQ(sfs_file_seek(fs, b, 0, SEEK_SET), -EBADF);
+		CHECK_EQ(sfs_file_fsync(fs, b), -EBADF);
+		CHECK_EQ(sfs_file_truncate(fs, b, 0), -EBADF);
+		CHECK_EQ(sfs_file_stat(fs, b, &st), -EBADF);
+		CHECK_EQ(sfs_file_map(fs, b, 0, 1, ext, 2), -EBADF);
+	}
+	/* A closed handle is bad, also after its number could be reused. */
+	fd = sfs_file_open(fs, "h", SFS_O_CREAT);
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+	CHECK_EQ(sfs_file_close(fs, fd), -EBADF);
+	CHECK_EQ(sfs_file_write(fs, fd, "x", 1), -EBADF);
+	/* Writes through a read-only handle. */
+	ro = sfs_file_open(fs, "h", SFS_O_RDONLY);
+	CHECK(ro >= 0);
+	CHECK_EQ(sfs_file_write(fs, ro, "x", 1), -EBADF);
+	CHECK_EQ(sfs_file_pwrite(fs, ro, "x", 1, 0), -EBADF);
+	CHECK_EQ(sfs_file_truncate(fs, ro, 10), -EBADF);
+	CHECK_EQ(sfs_stat(fs, "h", &st), 0);
+	CHECK_EQ(st.size, 0);
+	CHECK_EQ(sfs_file_read(fs, ro, buf, sizeof buf), 0);
+	CHECK_EQ(sfs_file_close(fs, ro), 0);
+	/* Many handles on one file at once (the cap is far above this). */
+	{
+		static int h[2000];
+
+		for (int i = 0; i < 2000; i++) {
+			h[i] = sfs_file_open(fs, "h", 0);
+			if (h[i] < 0)
+				FAIL("handle %d: %s", i, strerror(-h[i]));
+		}
+		CHECK_EQ(sfs_file_pwrite(fs, h[1999], "abc", 3, 0), 3);
+		CHECK_EQ(sfs_file_pread(fs, h[0], buf, sizeof buf, 0), 3);
+		CHECK(memcmp(buf, "abc", 3) == 0);
+		for (int i = 0; i < 2000; i++)
+			CHECK_EQ(sfs_file_close(fs, h[i]), 0);
+	}
+	CHECK_EQ(sfs_unlink(fs, "h"), 0);
+}
+
+static void offsets(struct sfs *fs)
+{
+	char buf[64];
+	struct sfs_stat st;
+	int fd = sfs_file_open(fs, "off", SFS_O_CREAT);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_write(fs, fd, "0123456789", 10), 10);
+
+	/* off + len wraps around 2^64 */
+	CHECK_ERR2(sfs_file_pwrite(fs, fd, buf, 100, UINT64_MAX - 10), EFBIG, EINVAL);
+	CHECK_ERR2(sfs_file_pwrite(fs, fd, buf, 1, UINT64_MAX), EFBIG, EINVAL);
+	/* beyond any possible file (the image is 64 MiB; 2^63 and 2^50) */
+	CHECK_ERR2(sfs_file_pwrite(fs, fd, buf, 1, 1ull << 63), EFBIG, EINVAL);
+	CHECK_ERR2(sfs_file_pwrite(fs, fd, buf, 1, 1ull << 50), EFBIG, ENOSPC);
+	CHECK_ERR2(sfs_file_truncate(fs, fd, UINT64_MAX), EFBIG, EINVAL);
+	CHECK_ERR2(sfs_file_truncate(fs, fd, 1ull << 50), EFBIG, ENOSPC);
+	/* reads past the end, or at absurd offsets, read nothing */
+	{
+		ssize_t r = sfs_file_pread(fs, fd, buf, sizeof buf, UINT64_MAX - 3);
+
+		if (r != 0 && r != -EINVAL && r != -EFBIG)
+			FAIL("pread at 2^64-4 = %zd, expected 0 or an error", r);
+	}
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, sizeof buf, 1ull << 40), 0);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, sizeof buf, 10), 0);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, sizeof buf, 7), 3);
+
+	/* seeks */
+	CHECK_EQ(sfs_file_seek(fs, fd, 0, SEEK_END), 10);
+	CHECK_EQ(sfs_file_seek(fs, fd, -1, SEEK_SET), -EINVAL);
+	CHECK_EQ(sfs_file_seek(fs, fd, -11, SEEK_END), -EINVAL);
+	CHECK_EQ(sfs_file_seek(fs, fd, 3, 12345), -EINVAL);
+	CHECK_EQ(sfs_file_seek(fs, fd, 0, SEEK_CUR), 10);   /* failed seeks moved nothing */
+	CHECK_EQ(sfs_file_seek(fs, fd, INT64_MAX, SEEK_SET), INT64_MAX);
+	CHECK_ERR2(sfs_file_seek(fs, fd, 1, SEEK_CUR), EOVERFLOW, EINVAL);
+	CHECK_ERR2(sfs_file_seek(fs, fd, INT64_MAX, SEEK_END), EOVERFLOW, EINVAL);
+	CHECK_ERR2(sfs_file_write(fs, fd, "z", 1), EFBIG, EINVAL);
+	CHECK_EQ(sfs_file_read(fs, fd, buf, sizeof buf), 0);
+	CHECK_EQ(sfs_file_seek(fs, fd, 4, SEEK_SET), 4);
+	CHECK_EQ(sfs_file_seek(fs, fd, 2, SEEK_CUR), 6);
+	CHECK_EQ(sfs_file_seek(fs, fd, -6, SEEK_CUR), 0);
+	CHECK_EQ(sfs_file_seek(fs, fd, -1, SEEK_CUR), -EINVAL);
+
+	/* none of it changed the file */
+	CHECK_EQ(sfs_file_stat(fs, fd, &st), 0);
+	CHECK_EQ(st.size, 10);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, sizeof buf, 0), 10);
+	CHECK(memcmp(buf, "0123456789", 10) == 0);
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+}
+
+static void too_many_files(void)
+{
+	struct sfs *fs;
+	struct sfs_statfs sf;
+	struct sfs_stat st;
+	char name[32];
+	uint32_t max, cookie = 0, n = 0;
+	int fd, r;
+
+	r = sfs_format(img, 64u << 20, 1024);
+	if (r < 0)
+		FAIL("format with 1024 files: %s", strerror(-r));
+	fs = do_mount();
+	CHECK_EQ(sfs_statfs(fs, &sf), 0);
+	max = sf.max_files;
+	if (max < 1024)
+		FAIL("max_files %u after asking for 1024", max);
+	for (uint32_t i = 0; i < max; i++) {
+		snprintf(name, sizeof name, "file%05u", i);
+		fd = sfs_file_open(fs, name, SFS_O_CREAT | SFS_O_EXCL);
+		if (fd < 0)
+			FAIL("file %u of %u: %s", i, max, strerror(-fd));
+		if (i % 97 == 0)
+			CHECK_EQ(sfs_file_write(fs, fd, name, strlen(name)), strlen(name));
+		CHECK_EQ(sfs_file_close(fs, fd), 0);
+	}
+	CHECK_EQ(sfs_file_open(fs, "one-too-many", SFS_O_CREAT), -ENOSPC);
+	CHECK_EQ(sfs_stat(fs, "one-too-many", &st), -ENOENT);
+	CHECK_EQ(sfs_statfs(fs, &sf), 0);
+	CHECK_EQ(sf.files, max);
+	/* a slot comes back after a remove */
+	CHECK_EQ(sfs_unlink(fs, "file00500"), 0);
+	fd = sfs_file_open(fs, "replacement", SFS_O_CREAT);
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+	CHECK_EQ(sfs_file_open(fs, "again-too-many", SFS_O_CREAT), -ENOSPC);
+	CHECK_EQ(sfs_unmount(fs), 0);
+	fsck_clean();
+
+	fs = do_mount();
+	while ((r = sfs_readdir(fs, &cookie, &st)) == 1) {
+		n++;
+		CHECK(n <= max);
+	}
+	CHECK_EQ(r, 0);
+	CHECK_EQ(n, max);
+	CHECK_EQ(sfs_stat(fs, "replacement", &st), 0);
+	CHECK_EQ(sfs_stat(fs, "file00500", &st), -ENOENT);
+	CHECK_EQ(sfs_stat(fs, "file00097", &st), 0);
+	CHECK_EQ(st.size, 9);
+	CHECK_EQ(sfs_file_open(fs, "still-too-many", SFS_O_CREAT), -ENOSPC);
+	CHECK_EQ(sfs_unmount(fs), 0);
+}
+
+int main(void)
+{
+	struct sfs *fs;
+	int r;
+
+	/* format arguments */
+	CHECK(sfs_format("tiny.sfs", SFS_MIN_SIZE - 4096, 0) < 0);
+	CHECK(sfs_format("huge.sfs", SFS_MAX_SIZE + (1ull << 30), 0) < 0);
+
+	r = sfs_format(img, 64u << 20, 0);
+	if (r < 0)
+		FAIL("format: %s", strerror(-r));
+	fs = do_mount();
+	names(fs);
+	handles(fs);
+	offsets(fs);
+	CHECK_EQ(sfs_unmount(fs), 0);
+	fsck_clean();
+	too_many_files();
+	fsck_clean();
+	printf("ok\n");
+	return 0;
+}

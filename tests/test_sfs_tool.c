@@ -1,0 +1,426 @@
+/* Description: the sfs image tool as a user drives it ($UR_BIN/sfs): mkfs
+ * (size suffixes, refusing to clobber), put/get round trip of a binary file
+ * (byte for byte, also through stdin/stdout and a default name), put in
+ * constant memory (peak RSS while storing 48 MiB), ls and ls -l, rm, stat,
+ * fsck exit codes (clean 0; a leaked block: -n gives 4, -y gives 1, then 0),
+ * --help and --version, and clear messages with non-zero exits for a missing
+ * image, a file that is not an image, a missing file, and an image in use.
+ *
+ * It must never trust the tool's own output for content: files are compared
+ * byte for byte, and corruption is made by hand from docs/FORMAT.md.
+ */
+#include <sfs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+
+static char sfs_bin[4096];
+static char out[1 << 16], err[1 << 16];     /* the last command's stdout, stderr */
+static char last_cmd[1024];
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, cap - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+}
+
+/* Runs "sfs ARGS" through sh (ARGS is shell text), captures stdout and
+ * stderr, returns the exit status. */
+static int sfs(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sfs(const char *fmt, ...)
+{
+	char args[800], cmd[sizeof sfs_bin + 900];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	snprintf(last_cmd, sizeof last_cmd, "sfs %s", args);
+	snprintf(cmd, sizeof cmd, "'%s' %s >cmd.out 2>cmd.err", sfs_bin, args);
+	st = system(cmd);
+	CHECK(st != -1 && WIFEXITED(st));
+	slurp("cmd.out", out, sizeof out);
+	slurp("cmd.err", err, sizeof err);
+	return WEXITSTATUS(st);
+}
+
+#define EXPECT(code, ...) do { int _st = sfs(__VA_ARGS__); if (_st != (code)) \
+	FAIL("'%s' exited %d, expected %d\nstdout: %s\nstderr: %s", last_cmd, _st, (code), out, err); \
+	} while (0)
+#define OUT_HAS(s) do { if (!strstr(out, (s))) \
+	FAIL("'%s': stdout lacks '%s':\n%s", last_cmd, (s), out); } while (0)
+#define ERR_HAS(s) do { if (!strstr(err, (s))) \
+	FAIL("'%s': stderr lacks '%s':\n%s", last_cmd, (s), err); } while (0)
+
+static void write_file(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	CHECK(f);
+	CHECK(fwrite(buf, 1, len, f) == len);
+	CHECK(fclose(f) == 0);
+}
+
+static void same_file(const char *path, const uint8_t *want, size_t len)
+{
+	struct stat sb;
+	uint8_t *got;
+	FILE *f;
+
+	if (stat(path, &sb) < 0)
+		FAIL("%s: %s", path, strerror(errno));
+	if ((size_t)sb.st_size != len)
+		FAIL("%s: %lld bytes, expected %zu", path, (long long)sb.st_size, len);
+	got = malloc(len + 1);
+	CHECK(got);
+	f = fopen(path, "rb");
+	CHECK(f);
+	CHECK(fread(got, 1, len, f) == len);
+	fclose(f);
+	for (size_t i = 0; i < len; i++)
+		if (got[i] != want[i])
+			FAIL("%s: byte %zu is 0x%02x, expected 0x%02x", path, i, got[i], want[i]);
+	free(got);
+}
+
+/* --- the on-disk format, from docs/FORMAT.md, for making a leaked block --- */
+static uint32_t crc32c(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint32_t c = 0xFFFFFFFFu;
+
+	while (len--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+	}
+	return ~c;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+/* Marks the image's last block allocated (end of chain) with no file using it. */
+static void leak_last_block(const char *path)
+{
+	uint8_t sb[4096], fat[4096];
+	uint32_t total, fat_start, last, fb;
+	int fd = open(path, O_RDWR);
+
+	CHECK(fd >= 0);
+	CHECK(pread(fd, sb, 4096, 0) == 4096);
+	CHECK(memcmp(sb, "SIMPLEFS", 8) == 0);
+	total = le32(sb + 16);
+	fat_start = le32(sb + 28);
+	last = total - 1;
+	fb = fat_start + last / 1022;
+	CHECK(pread(fd, fat, 4096, (off_t)fb * 4096) == 4096);
+	CHECK(le32(fat + 4088) == fb);
+	CHECK(le32(fat + 4092) == crc32c(fat, 4092));
+	CHECK_EQ(le32(fat + (last % 1022) * 4), 0);        /* it was free */
+	put32(fat + (last % 1022) * 4, 0xFFFFFFFFu);
+	put32(fat + 4092, crc32c(fat, 4092));
+	CHECK(pwrite(fd, fat, 4096, (off_t)fb * 4096) == 4096);
+	CHECK(close(fd) == 0);
+}
+
+/* Peak RSS (KiB) of "sfs put IMG HOST NAME", which must succeed. */
+static long put_peak_rss(const char *img, const char *host, const char *name)
+{
+	struct rusage ru;
+	int st;
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		execl(sfs_bin, "sfs", "put", img, host, name, (char *)NULL);
+		_exit(127);
+	}
+	CHECK(wait4(pid, &st, 0, &ru) == pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		FAIL("sfs put %s %s %s failed", img, host, name);
+	return ru.ru_maxrss;
+}
+
+int main(void)
+{
+	const char *bin = getenv("UR_BIN");
+	size_t blen = (1u << 20) + 123;
+	uint8_t *data;
+	struct stat sb;
+	uint64_t x = 88172645463325252ull;
+	char line[256];
+
+	if (!bin) {
+		printf("UR_BIN is not set (run through tests/run.sh)\n");
+		return 77;
+	}
+	snprintf(sfs_bin, sizeof sfs_bin, "%s/sfs", bin);
+	if (access(sfs_bin, X_OK) != 0) {
+		printf("%s: not built\n", sfs_bin);
+		return 77;
+	}
+	/* a binary file: random bytes, a run of zeros, every byte value */
+	data = malloc(blen);
+	CHECK(data);
+	for (size_t i = 0; i < blen; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		data[i] = (uint8_t)x;
+	}
+	memset(data + 5000, 0, 9000);
+	for (int i = 0; i < 256; i++)
+		data[20000 + i] = (uint8_t)i;
+	write_file("bin.dat", data, blen);
+
+	/* help, version, usage errors */
+	EXPECT(0, "--help");
+	OUT_HAS("usage");
+	OUT_HAS("fsck");
+	EXPECT(0, "--version");
+	OUT_HAS("sfs");
+	EXPECT(0, "mkfs --help");
+	OUT_HAS("--size");
+	EXPECT(0, "fsck --help");
+	OUT_HAS("-y");
+	EXPECT(2, "%s", "");
+	EXPECT(2, "frobnicate x.sfs");
+	ERR_HAS("frobnicate");
+	EXPECT(2, "put");
+	ERR_HAS("usage");
+	EXPECT(2, "ls -Z t.sfs");
+	EXPECT(2, "mkfs --size 12Q t.sfs");
+	CHECK(access("t.sfs", F_OK) != 0);
+
+	/* mkfs */
+	EXPECT(0, "mkfs --size 16M t.sfs");
+	CHECK(stat("t.sfs", &sb) == 0);
+	CHECK_EQ(sb.st_size, 16 << 20);
+	EXPECT(1, "mkfs --size 16M t.sfs");         /* exists: refuses */
+	ERR_HAS("t.sfs");
+	EXPECT(0, "mkfs --force --size 16M t.sfs");
+	EXPECT(0, "fsck t.sfs");
+	OUT_HAS("clean");
+
+	/* put / get */
+	EXPECT(0, "put t.sfs bin.dat");
+	EXPECT(0, "get t.sfs bin.dat copy.dat");
+	same_file("copy.dat", data, blen);
+	{
+		int st = system("\"$UR_BIN/sfs\" get t.sfs bin.dat - > stdout.dat");
+
+		CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		same_file("stdout.dat", data, blen);
+	}
+	EXPECT(0, "put t.sfs - piped < bin.dat");
+	EXPECT(0, "put t.sfs bin.dat other");
+	CHECK(mkdir("sub", 0755) == 0);
+	EXPECT(0, "get t.sfs piped sub/piped.dat");
+	same_file("sub/piped.dat", data, blen);
+	{
+		int st = system("cd sub && \"$UR_BIN/sfs\" get ../t.sfs other >/dev/null 2>&1");
+
+		CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		same_file("sub/other", data, blen);
+	}
+	write_file("empty.dat", "", 0);
+	EXPECT(0, "put t.sfs empty.dat");
+	EXPECT(0, "get t.sfs empty.dat empty.out");
+	same_file("empty.out", data, 0);
+	/* put replaces: a shorter file over a longer one */
+	write_file("short.dat", "short", 5);
+	EXPECT(0, "put t.sfs short.dat other");
+	EXPECT(0, "get t.sfs other other.out");
+	same_file("other.out", (const uint8_t *)"short", 5);
+
+	/* ls, ls -l, stat */
+	EXPECT(0, "ls t.sfs");
+	if (strcmp(out, "bin.dat\nempty.dat\nother\npiped\n"))
+		FAIL("ls printed:\n%s", out);
+	EXPECT(0, "ls -l t.sfs");
+	snprintf(line, sizeof line, "total: 4 files, %zu bytes", 2 * blen + 5);
+	OUT_HAS(line);
+	{
+		/* each line: size blocks date time name */
+		char *s = out;
+		int rows = 0;
+
+		while (*s && strncmp(s, "total:", 6)) {
+			unsigned long long size, blocks;
+			char name[80];
+
+			if (sscanf(s, "%llu %llu %*s %*s %79s", &size, &blocks, name) != 3)
+				FAIL("ls -l line unreadable: %.80s", s);
+			if (!strcmp(name, "bin.dat") || !strcmp(name, "piped")) {
+				CHECK_EQ(size, blen);
+				CHECK_EQ(blocks, (blen + 4095) / 4096);
+			} else if (!strcmp(name, "other")) {
+				CHECK_EQ(size, 5);
+				CHECK_EQ(blocks, 1);
+			} else if (!strcmp(name, "empty.dat")) {
+				CHECK_EQ(size, 0);
+				CHECK_EQ(blocks, 0);
+			} else {
+				FAIL("ls -l: unexpected name %s", name);
+			}
+			rows++;
+			s = strchr(s, '\n');
+			CHECK(s);
+			s++;
+		}
+		CHECK_EQ(rows, 4);
+	}
+	EXPECT(0, "stat t.sfs bin.dat");
+	snprintf(line, sizeof line, "size:   %zu", blen);
+	OUT_HAS(line);
+	EXPECT(0, "stat t.sfs");
+	OUT_HAS("files:        4 of");
+	OUT_HAS("block size:   4096");
+	OUT_HAS("total blocks: 4096");
+
+	/* rm */
+	EXPECT(0, "rm t.sfs other piped");
+	EXPECT(0, "ls t.sfs");
+	if (strcmp(out, "bin.dat\nempty.dat\n"))
+		FAIL("ls after rm printed:\n%s", out);
+	EXPECT(1, "rm t.sfs nothere");
+	ERR_HAS("sfs: rm: nothere: No such file or directory");
+	EXPECT(0, "rm -f t.sfs nothere");
+
+	/* errors a user meets */
+	EXPECT(1, "ls missing.sfs");
+	ERR_HAS("missing.sfs");
+	{
+		static char text[2 << 20];
+
+		memset(text, 'x', sizeof text);
+		write_file("notimg.sfs", text, sizeof text);
+	}
+	EXPECT(1, "ls notimg.sfs");
+	ERR_HAS("sfs: notimg.sfs: not a SimpleFS image");
+	EXPECT(8, "fsck notimg.sfs");
+	ERR_HAS("not a SimpleFS image");
+	EXPECT(8, "fsck missing.sfs");
+	EXPECT(1, "get t.sfs nofile");
+	ERR_HAS("sfs: get: nofile: No such file or directory");
+	CHECK(access("nofile", F_OK) != 0);          /* no empty file left behind */
+	EXPECT(1, "put t.sfs nohost.dat");
+	ERR_HAS("nohost.dat: No such file or directory");
+	EXPECT(1, "stat t.sfs nofile");
+	{
+		char longname[100];
+
+		memset(longname, 'n', 70);
+		longname[70] = '\0';
+		EXPECT(1, "put t.sfs bin.dat %s", longname);
+		ERR_HAS("File name too long");
+	}
+
+	/* fsck exit codes on a leaked block */
+	EXPECT(0, "fsck -n t.sfs");
+	leak_last_block("t.sfs");
+	EXPECT(4, "fsck -n t.sfs");
+	EXPECT(4, "fsck t.sfs");                     /* -n is the default */
+	EXPECT(1, "fsck -y t.sfs");
+	EXPECT(0, "fsck -n t.sfs");
+	EXPECT(0, "get t.sfs bin.dat after.dat");
+	same_file("after.dat", data, blen);
+
+	/* in use: another process holds the image */
+	{
+		int p[2], st;
+		char c;
+		pid_t pid;
+
+		CHECK(pipe(p) == 0);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			struct sfs *fs;
+			char e[256];
+
+			close(p[0]);
+			c = sfs_mount("t.sfs", 0, &fs, e, sizeof e) < 0 ? 'e' : 'm';
+			if (write(p[1], &c, 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		close(p[1]);
+		CHECK_EQ(read(p[0], &c, 1), 1);
+		CHECK_EQ(c, 'm');
+		snprintf(line, sizeof line, "sfs: t.sfs: in use by pid %d", (int)pid);
+		EXPECT(1, "ls t.sfs");
+		ERR_HAS(line);
+		EXPECT(1, "put t.sfs bin.dat again");
+		ERR_HAS(line);
+		EXPECT(1, "mkfs --force --size 16M t.sfs");
+		ERR_HAS("in use by pid");
+		EXPECT(8, "fsck -y t.sfs");
+		ERR_HAS("in use by pid");
+		kill(pid, SIGKILL);
+		CHECK(waitpid(pid, &st, 0) == pid);
+		close(p[0]);
+		EXPECT(0, "ls t.sfs");
+	}
+
+	/* put streams in constant memory: 48 MiB in, peak RSS far below */
+	{
+		static uint8_t chunk[1 << 20];
+		FILE *f = fopen("big.dat", "wb");
+		long rss;
+
+		CHECK(f);
+		for (int i = 0; i < 48; i++) {
+			memset(chunk, i + 1, sizeof chunk);
+			CHECK(fwrite(chunk, 1, sizeof chunk, f) == sizeof chunk);
+		}
+		CHECK(fclose(f) == 0);
+		EXPECT(0, "mkfs --size 128M big.sfs");
+		rss = put_peak_rss("big.sfs", "big.dat", "big");
+		if (rss > 24 * 1024)
+			FAIL("sfs put of 48 MiB peaked at %ld KiB of memory", rss);
+		EXPECT(0, "stat big.sfs big");
+		OUT_HAS("size:   50331648");
+		EXPECT(0, "get big.sfs big - | cmp -s - big.dat");
+		EXPECT(0, "fsck big.sfs");
+		printf("put of 48 MiB: peak RSS %ld KiB\n", rss);
+	}
+	free(data);
+	printf("ok\n");
+	return 0;
+}
