@@ -174,6 +174,10 @@ struct sfs {
 };
 
 /* meta.c */
+/* Test knob (not in the public header): if nonzero, mounts cap the journal's
+ * per-transaction capacity to this many blocks (>= 4), so tests can drive the
+ * split-transaction paths on small images. */
+extern unsigned sfs_debug_jcap;
 struct sfs_chk {
 	int strict;                /* mount: first problem fails */
 	int repair;
