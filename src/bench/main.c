@@ -30,7 +30,7 @@ struct cli {
 	int direct[2];         unsigned ndirect;
 	struct bench_job base;
 	const char *json, *csv;
-	int quick, quiet;
+	int quick, quiet, warmup_set;
 	char cmdline[1024];
 };
 
@@ -62,7 +62,8 @@ static void usage(FILE *f)
 "  --direct [0,1]    O_DIRECT on host files and the SimpleFS image (alone: 1)\n"
 "  --time S          time-based runs of S seconds (in-flight I/Os drained and counted)\n"
 "  --bytes N         bytes per run (default: one pass over the file)\n"
-"  --warmup S        untimed warm-up of S seconds first\n"
+"  --warmup S        untimed warm-up of S seconds first (default run 0.1, sweep 0.3,\n"
+"                    sweep --quick 0.1, run 0)\n"
 "  --repeat N        timed runs per job; medians and min..max are reported (default 3)\n"
 "  --seed N          stamp and permutation seed\n"
 "  --no-verify       do not check read stamps (not recommended)\n"
@@ -293,7 +294,8 @@ static int cmd_default(struct cli *c)
 	char b1[32], b2[32], b3[32];
 
 	printf("bench: default run: 32 MiB file, 4 KiB blocks, sequential and random, write then "
-	       "read; median of %u runs each.\n", c->base.repeat);
+	       "read; %gs warm-up, then the median of %u runs of one pass each.\n",
+	       c->base.warmup_s, c->base.repeat);
 	printf("host file: %s/benchfile; SimpleFS image: %s (file benchfile in it)\n",
 	       c->base.dir, c->base.image[0] ? c->base.image :
 	       getenv("SFS_IMAGE") && *getenv("SFS_IMAGE") ? getenv("SFS_IMAGE") : "DIR/disk.sfs");
@@ -565,7 +567,7 @@ static int cmd_sweep(struct cli *c)
 					fflush(stdout);
 					double eta = grid_secs / grid_done * (grid - grid_done) +
 						     (iopsjobs - (done > grid ? done - grid : 0)) *
-						     (iops_time * (c->quick ? 1 : j.repeat) + 0.5);
+						     (iops_time * (c->quick ? 1 : j.repeat) + c->base.warmup_s + 0.5);
 					fprintf(stderr, "\r[%u/%u] %.0fs elapsed, about %.0fs left   ", done,
 						total, (double)(bench_now_ns() - t_start) / 1e9, eta);
 				}
@@ -609,7 +611,7 @@ static int cmd_sweep(struct cli *c)
 				fflush(stdout);
 				fprintf(stderr, "\r[%u/%u] %.0fs elapsed, about %.0fs left   ", done, total,
 					(double)(bench_now_ns() - t_start) / 1e9,
-					(total - done) * (iops_time * j.repeat + 0.5));
+					(total - done) * (iops_time * j.repeat + c->base.warmup_s + 0.5));
 			}
 			printf("\n");
 		}
@@ -779,6 +781,7 @@ int main(int argc, char **argv)
 			break;
 		case O_WARMUP:
 			c.base.warmup_s = atof(optarg);
+			c.warmup_set = 1;
 			bad = c.base.warmup_s < 0;
 			break;
 		case O_REPEAT:
@@ -849,6 +852,8 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_sigint);
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(cmd, "default")) {
+		if (!c.warmup_set)
+			c.base.warmup_s = 0.1;
 		return cmd_default(&c);
 	} else if (!strcmp(cmd, "run")) {
 		if (!c.nengines) {
@@ -861,6 +866,8 @@ int main(int argc, char **argv)
 			c.direct[c.ndirect++] = 0;
 		return cmd_run(&c);
 	} else if (!strcmp(cmd, "sweep")) {
+		if (!c.warmup_set)
+			c.base.warmup_s = c.quick ? 0.1 : 0.3;
 		return cmd_sweep(&c);
 	}
 	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
