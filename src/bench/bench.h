@@ -165,6 +165,8 @@ int  bench_run_job(const struct bench_job *job, struct bench_result *r);
 int  bench_prepare_hostfile(const char *path, uint64_t size, uint64_t seed, char *why,
 			    size_t n);
 uint64_t bench_now_ns(void);
+/* The SimpleFS image a job uses: --image, else $SFS_IMAGE, else DIR/disk.sfs. */
+void bench_image_path(const struct bench_job *job, char *buf, size_t n);
 extern volatile int bench_interrupted;
 
 /* eng_sfs.c: make td->fname exist in td->image, sized and stamped (sfs, ur). */

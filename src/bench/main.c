@@ -296,9 +296,10 @@ static int cmd_default(struct cli *c)
 	printf("bench: default run: 32 MiB file, 4 KiB blocks, sequential and random, write then "
 	       "read; %gs warm-up, then the median of %u runs of one pass each.\n",
 	       c->base.warmup_s, c->base.repeat);
-	printf("host file: %s/benchfile; SimpleFS image: %s (file benchfile in it)\n",
-	       c->base.dir, c->base.image[0] ? c->base.image :
-	       getenv("SFS_IMAGE") && *getenv("SFS_IMAGE") ? getenv("SFS_IMAGE") : "DIR/disk.sfs");
+	char img[PATH_MAX];
+	bench_image_path(&c->base, img, sizeof(img));
+	printf("host file: %s/benchfile; SimpleFS image: %s (file benchfile in it; created if "
+	       "missing; --image or $SFS_IMAGE name another)\n", c->base.dir, img);
 	printf("SYNC = SimpleFS called directly, HOST = pread/pwrite, ASYNC = the ur engine on "
 	       "SimpleFS (qd 64); then the kernel's io_uring, libaio, POSIX AIO at qd 64.\n");
 	bench_setup_info(stdout, c->base.dir);

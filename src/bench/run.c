@@ -78,6 +78,19 @@ int bench_open_host(struct bench_td *td)
 	return bench_set_reason(td, -e, "open %s: %s", td->path, strerror(e));
 }
 
+void bench_image_path(const struct bench_job *job, char *buf, size_t n)
+{
+	const char *env = getenv("SFS_IMAGE");
+	if (job->image[0])
+		snprintf(buf, n, "%s", job->image);
+	else if (env && *env)
+		snprintf(buf, n, "%s", env);
+	else if (!strcmp(job->dir, "."))
+		snprintf(buf, n, "disk.sfs");
+	else if (snprintf(buf, n, "%s/disk.sfs", job->dir) < 0)
+		buf[0] = 0;
+}
+
 void bench_job_defaults(struct bench_job *job)
 {
 	memset(job, 0, sizeof(*job));
@@ -411,13 +424,7 @@ int bench_run_job(const struct bench_job *job, struct bench_result *r)
 	if (snprintf(td->path, sizeof(td->path), "%s/benchfile", job->dir) < 0)
 		goto out;
 	snprintf(td->fname, sizeof(td->fname), "benchfile");
-	if (job->image[0])
-		snprintf(td->image, sizeof(td->image), "%s", job->image);
-	else if (getenv("SFS_IMAGE") && *getenv("SFS_IMAGE"))
-		snprintf(td->image, sizeof(td->image), "%s", getenv("SFS_IMAGE"));
-	else
-		if (snprintf(td->image, sizeof(td->image), "%s/disk.sfs", job->dir) < 0)
-			goto out;
+	bench_image_path(job, td->image, sizeof(td->image));
 	if (job->rw == BENCH_RW_NOP && !(ops->flags & BENCH_ENG_NOP)) {
 		r->status = BENCH_SKIPPED;
 		snprintf(r->reason, sizeof(r->reason), "%s has no NOP operation", ops->name);
