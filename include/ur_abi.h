@@ -46,7 +46,8 @@ struct ur_region_hdr {
 	/* Written by the server (informational only: the client never relies on them). */
 	int32_t  server_pid;
 	uint32_t server_state;   /* UR_STATE_* */
-	uint64_t reserved[7];
+	uint64_t server_aio_reads;   /* reads issued to the image by kernel AIO (O_DIRECT) */
+	uint64_t reserved[6];
 };
 
 #define UR_STATE_STARTING 0u

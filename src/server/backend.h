@@ -24,6 +24,13 @@ struct ur_backend_conf {
 	int rdonly;              /* mount read-only (shared lock) */
 };
 
+/* A piece of a file on the image (for backends that can map files). */
+struct ur_extent {
+	uint64_t file_off;
+	uint64_t img_off;        /* 0: a hole (reads as zeros) */
+	uint64_t len;
+};
+
 struct ur_backend_ops {
 	const char *name;
 	/* Mount. On failure returns -errno and writes a one-line reason to err. */
@@ -40,6 +47,12 @@ struct ur_backend_ops {
 	int     (*unlink)(void *st, const char *name);
 	int     (*fstat)(void *st, int fd, struct ur_statx *out);
 	int     (*stat)(void *st, const char *name, struct ur_statx *out);
+	/* Optional (NULL if the backend cannot): where [off, off+len) of a file
+	 * lies on the image, clipped to the file size (count, or -errno), and the
+	 * image's host fd (and whether it is O_DIRECT). The server uses them to
+	 * issue O_DIRECT reads itself, many at once. */
+	int     (*map)(void *st, int fd, uint64_t off, uint64_t len, struct ur_extent *ext, int max);
+	int     (*image_fd)(void *st, int *direct);
 };
 
 /* The backend called name, or NULL. */

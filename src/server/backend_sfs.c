@@ -108,6 +108,22 @@ static int sfs_be_stat(void *st, const char *name, struct ur_statx *out)
 	return r;
 }
 
+static int sfs_be_map(void *st, int fd, uint64_t off, uint64_t len, struct ur_extent *ext, int max)
+{
+	struct sfs_extent e[16];
+	if (max > 16)
+		max = 16;
+	int n = sfs_file_map(st, fd, off, len, e, max);
+	for (int i = 0; i < n; i++)
+		ext[i] = (struct ur_extent){ e[i].file_off, e[i].img_off, e[i].len };
+	return n;
+}
+
+static int sfs_be_image_fd(void *st, int *direct)
+{
+	return sfs_image_fd(st, direct);
+}
+
 _Static_assert(UR_O_CREAT == SFS_O_CREAT && UR_O_TRUNC == SFS_O_TRUNC && UR_O_EXCL == SFS_O_EXCL &&
 	       UR_O_APPEND == SFS_O_APPEND && UR_O_RDONLY == SFS_O_RDONLY, "UR_O_* == SFS_O_*");
 _Static_assert(UR_NAME_MAX == SFS_NAME_MAX, "name length");
@@ -125,4 +141,6 @@ const struct ur_backend_ops ur_backend_sfs = {
 	.unlink    = sfs_be_unlink,
 	.fstat     = sfs_be_fstat,
 	.stat      = sfs_be_stat,
+	.map       = sfs_be_map,
+	.image_fd  = sfs_be_image_fd,
 };

@@ -283,6 +283,11 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		if (!data_ok(s, q->addr, q->len))
 			return -EFAULT;
 		*expect = q->len;
+		if (q->opcode == UR_OP_READ && s->aio_on && !q->flags && q->off != UR_OFF_POS) {
+			r = ur_aio_read(s, q, s->base + q->addr);
+			if (r != UR_AIO_NOT_ASYNC)
+				return r;
+		}
 		return do_rw(s, q->opcode == UR_OP_WRITE, q->fd, q->addr, q->len, q->off);
 	case UR_OP_READ_FIXED:
 	case UR_OP_WRITE_FIXED:
@@ -294,6 +299,11 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		    !inside(q->addr, q->len, s->bufs[q->buf_index].off, s->bufs[q->buf_index].len))
 			return -EFAULT;
 		*expect = q->len;
+		if (q->opcode == UR_OP_READ_FIXED && s->aio_on && !q->flags && q->off != UR_OFF_POS) {
+			r = ur_aio_read(s, q, s->base + q->addr);
+			if (r != UR_AIO_NOT_ASYNC)
+				return r;
+		}
 		return do_rw(s, q->opcode == UR_OP_WRITE_FIXED, q->fd, q->addr, q->len, q->off);
 	case UR_OP_READV:
 	case UR_OP_WRITEV:
@@ -379,7 +389,9 @@ static uint32_t available(struct ur_server *s)
 		s->broken = 1;
 		return 0;
 	}
+	/* CQEs owed by reads in flight on the image are spoken for. */
 	uint32_t room = s->geo.cq_entries - used;
+	room = room > s->aio_inflight ? room - s->aio_inflight : 0;
 	return pending < room ? pending : room;
 }
 
@@ -395,11 +407,22 @@ static uint32_t serve_batch(struct ur_server *s)
 		s->sq_head++;
 		int64_t expect;
 		int32_t res;
+		if (s->aio_inflight || s->npend) {
+			/* Only plain reads may run beside reads in flight on the image;
+			 * anything else (a write, a metadata change, a link, a drain)
+			 * waits until they are done. */
+			int plain_read = (q.opcode == UR_OP_READ || q.opcode == UR_OP_READ_FIXED) &&
+					 !q.flags && !s->chain_failed;
+			if (!plain_read)
+				ur_aio_drain(s);
+		}
 		if (s->chain_failed) {
 			res = -ECANCELED;
 			expect = -1;
 		} else {
 			res = execute(s, &q, &expect);
+			if (res == UR_AIO_QUEUED)
+				continue;       /* its CQE comes from aio.c */
 		}
 		if (q.flags & UR_SQE_IO_LINK)
 			s->chain_failed |= res < 0 || (expect >= 0 && res != expect);
@@ -416,6 +439,8 @@ static uint32_t serve_batch(struct ur_server *s)
 		}
 	}
 	s->n_sqe += n;
+	if (s->npend)
+		ur_aio_flush(s);
 	ur_store_release(&s->sq->head, s->sq_head);
 	publish_cq(s);
 	return n;
@@ -442,12 +467,16 @@ int ur_server_run(struct ur_server *s)
 
 	set_state(s, UR_STATE_READY);
 	while (!ur_server_stop) {
-		if (!s->broken && serve_batch(s)) {
+		uint32_t reaped = 0;
+		if (s->aio_inflight && (reaped = ur_aio_reap(s, 0)))
+			publish_cq(s);
+		if ((!s->broken && serve_batch(s)) || reaped) {
 			idle_since = 0;
 			continue;
 		}
 		if (s->broken) {
 			/* Serve no more; just wait for the client to go away. */
+			ur_aio_drain(s);
 			set_state(s, UR_STATE_BROKEN);
 			struct pollfd p = { .fd = s->live, .events = POLLIN };
 			if (poll(&p, 1, -1) > 0 && client_gone(p.revents, s->live))
@@ -473,20 +502,21 @@ int ur_server_run(struct ur_server *s)
 			continue;
 		}
 		s->n_sleep++;
-		struct pollfd p[2] = {
+		struct pollfd p[3] = {
 			{ .fd = s->efd_sq, .events = POLLIN },
 			{ .fd = s->live, .events = POLLIN },
+			{ .fd = s->aio_on ? s->aio_efd : -1, .events = POLLIN },
 		};
-		int r = poll(p, 2, -1);
+		int r = poll(p, 3, -1);
 		ur_fetch_and(&s->sq->flags, ~UR_SQ_NEED_WAKEUP);
 		idle_since = 0;
 		if (r < 0)
 			continue;          /* EINTR: re-check the stop flag */
 		if (client_gone(p[1].revents, s->live))
 			break;
-		if (p[0].revents & POLLIN) {
+		for (int i = 0; i < 3; i += 2) {
 			uint64_t v;
-			if (read(s->efd_sq, &v, sizeof(v)) < 0) {
+			if ((p[i].revents & POLLIN) && read(p[i].fd, &v, sizeof(v)) < 0) {
 				/* EAGAIN: another wakeup consumed it */
 			}
 		}

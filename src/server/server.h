@@ -10,8 +10,19 @@
 
 #include <stdint.h>
 #include <signal.h>
+#include <linux/aio_abi.h>
 #include "ur_abi.h"
 #include "backend.h"
+
+#define UR_AIO_MAX 256                    /* image reads in flight */
+#define UR_AIO_QUEUED     INT32_MIN         /* ur_aio_read: issued, CQE later */
+#define UR_AIO_NOT_ASYNC  (INT32_MIN + 1)   /* ur_aio_read: use the sync path */
+
+struct ur_aio_req {
+	uint64_t user_data;
+	int32_t  res;
+	uint16_t pending;                    /* extents still in flight */
+};
 
 struct ur_server {
 	/* The region and the geometry validated once at start-up. */
@@ -46,8 +57,20 @@ struct ur_server {
 	/* Scratch for READV/WRITEV. */
 	struct ur_iovec iov[UR_IOV_MAX];
 
+	/* O_DIRECT reads through the kernel's native AIO (aio.c). */
+	int aio_on;
+	aio_context_t aio_ctx;
+	int aio_efd, img_fd;
+	uint32_t aio_inflight;               /* requests: each owes one CQE */
+	struct iocb iocbs[UR_AIO_MAX];
+	uint32_t iocb_free[UR_AIO_MAX], n_iocb_free;
+	struct ur_aio_req areq[UR_AIO_MAX];
+	uint32_t areq_free[UR_AIO_MAX], n_areq_free;
+	struct iocb *pend[UR_AIO_MAX];
+	int npend;
+
 	/* Counters (for --stats). */
-	uint64_t n_sqe, n_sleep, n_wake_client;
+	uint64_t n_sqe, n_sleep, n_wake_client, n_aio;
 };
 
 extern volatile sig_atomic_t ur_server_stop;
@@ -58,5 +81,13 @@ int  ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *e
 int  ur_server_run(struct ur_server *s);
 /* Close the client's files. */
 void ur_server_close_files(struct ur_server *s);
+
+/* aio.c */
+int      ur_aio_init(struct ur_server *s);
+void     ur_aio_fini(struct ur_server *s);
+int32_t  ur_aio_read(struct ur_server *s, const struct ur_sqe *q, uint8_t *dest);
+void     ur_aio_flush(struct ur_server *s);
+unsigned ur_aio_reap(struct ur_server *s, int wait);
+void     ur_aio_drain(struct ur_server *s);
 
 #endif /* UR_SERVER_H */

@@ -1,0 +1,229 @@
+/*
+ * aio.c - the server's O_DIRECT read path: with the image opened O_DIRECT,
+ * aligned reads are mapped to image extents by the backend and issued with
+ * the kernel's native AIO (raw io_setup/io_submit, one io_submit per batch),
+ * so many image reads are in flight at once; completions are reaped from the
+ * AIO ring in user space (no syscall) or with io_getevents when waiting.
+ *
+ * Must never: post a CQE before every extent of its request is done, let the
+ * CQ overflow (requests in flight count against its room), keep reads in
+ * flight across an operation that could change a file's mapping (the caller
+ * drains first), or be used for anything that is not an aligned read at an
+ * explicit offset (those take the synchronous path).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "server.h"
+
+#define ALIGN 4096u
+#define MAX_EXT 16
+
+struct aio_ring_hdr {            /* the kernel's mapped AIO completion ring */
+	unsigned id, nr, head, tail, magic, compat, incompat, header_length;
+	struct io_event events[];
+};
+#define AIO_RING_MAGIC 0xa10a10a1u
+
+static long sys_io_setup(unsigned nr, aio_context_t *ctx) { return syscall(SYS_io_setup, nr, ctx); }
+static long sys_io_destroy(aio_context_t ctx) { return syscall(SYS_io_destroy, ctx); }
+static long sys_io_submit(aio_context_t ctx, long n, struct iocb **v) { return syscall(SYS_io_submit, ctx, n, v); }
+static long sys_io_getevents(aio_context_t ctx, long min, long max, struct io_event *ev, struct timespec *ts)
+{
+	return syscall(SYS_io_getevents, ctx, min, max, ev, ts);
+}
+
+int ur_aio_init(struct ur_server *s)
+{
+	int direct = 0;
+	if (!s->be->map || !s->be->image_fd)
+		return -EOPNOTSUPP;
+	int fd = s->be->image_fd(s->bst, &direct);
+	if (fd < 0 || !direct)
+		return -EOPNOTSUPP;
+	s->aio_ctx = 0;
+	if (sys_io_setup(UR_AIO_MAX, &s->aio_ctx) < 0)
+		return -errno;
+	s->aio_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->aio_efd < 0) {
+		int e = -errno;
+		sys_io_destroy(s->aio_ctx);
+		return e;
+	}
+	s->img_fd = fd;
+	s->n_iocb_free = 0;
+	for (uint32_t i = 0; i < UR_AIO_MAX; i++) {
+		s->iocb_free[s->n_iocb_free++] = i;
+		s->areq_free[i] = UR_AIO_MAX - 1 - i;
+	}
+	s->n_areq_free = UR_AIO_MAX;
+	s->npend = 0;
+	s->aio_inflight = 0;
+	s->aio_on = 1;
+	return 0;
+}
+
+void ur_aio_fini(struct ur_server *s)
+{
+	if (!s->aio_on)
+		return;
+	ur_aio_drain(s);
+	sys_io_destroy(s->aio_ctx);
+	close(s->aio_efd);
+	s->aio_on = 0;
+}
+
+static int aligned(uint64_t v)
+{
+	return (v & (ALIGN - 1)) == 0;
+}
+
+/* Try to issue a read asynchronously. Returns UR_AIO_QUEUED, a final result
+ * (an error, 0 at EOF, or the length when it was all holes), or
+ * UR_AIO_NOT_ASYNC (take the synchronous path). */
+int32_t ur_aio_read(struct ur_server *s, const struct ur_sqe *q, uint8_t *dest)
+{
+	struct ur_extent ext[MAX_EXT];
+	uint64_t len = q->len;
+	if (!aligned((uintptr_t)dest) || !aligned(q->off) || !aligned(len) || !len)
+		return UR_AIO_NOT_ASYNC;
+	int n = s->be->map(s->bst, q->fd, q->off, len, ext, MAX_EXT);
+	if (n < 0)
+		return n;
+	uint64_t total = 0;
+	int ios = 0;
+	for (int i = 0; i < n; i++) {
+		total += ext[i].len;
+		if (ext[i].img_off) {
+			if (!aligned(ext[i].img_off) || !aligned(ext[i].len))
+				return UR_AIO_NOT_ASYNC;   /* e.g. the tail of a file */
+			ios++;
+		}
+	}
+	if (n == MAX_EXT && total < len)
+		return UR_AIO_NOT_ASYNC;           /* too fragmented: sync path */
+	if ((uint32_t)ios > s->n_iocb_free || !s->n_areq_free)
+		return UR_AIO_NOT_ASYNC;
+	for (int i = 0; i < n; i++)
+		if (!ext[i].img_off)
+			memset(dest + (ext[i].file_off - q->off), 0, ext[i].len);
+	if (!ios)
+		return (int32_t)total;
+	uint32_t ri = s->areq_free[--s->n_areq_free];
+	struct ur_aio_req *r = &s->areq[ri];
+	r->user_data = q->user_data;
+	r->res = (int32_t)total;
+	r->pending = (uint16_t)ios;
+	for (int i = 0; i < n; i++) {
+		if (!ext[i].img_off)
+			continue;
+		uint32_t ci = s->iocb_free[--s->n_iocb_free];
+		struct iocb *cb = &s->iocbs[ci];
+		memset(cb, 0, sizeof(*cb));
+		cb->aio_data = (uint64_t)ri << 32 | ci;
+		cb->aio_lio_opcode = IOCB_CMD_PREAD;
+		cb->aio_fildes = (uint32_t)s->img_fd;
+		cb->aio_buf = (uint64_t)(uintptr_t)(dest + (ext[i].file_off - q->off));
+		cb->aio_nbytes = ext[i].len;
+		cb->aio_offset = (int64_t)ext[i].img_off;
+		cb->aio_flags = IOCB_FLAG_RESFD;
+		cb->aio_resfd = (uint32_t)s->aio_efd;
+		s->pend[s->npend++] = cb;
+	}
+	s->aio_inflight++;
+	s->n_aio++;
+	return UR_AIO_QUEUED;
+}
+
+static void post(struct ur_server *s, uint64_t ud, int32_t res)
+{
+	struct ur_cqe *c = &s->cqes[s->cq_tail & s->cq_mask];
+	c->user_data = ud;
+	c->res = res;
+	c->flags = 0;
+	s->cq_tail++;
+}
+
+static void event_done(struct ur_server *s, uint64_t data, int64_t res)
+{
+	uint32_t ri = (uint32_t)(data >> 32), ci = (uint32_t)data;
+	if (ri >= UR_AIO_MAX || ci >= UR_AIO_MAX)
+		return;
+	struct ur_aio_req *r = &s->areq[ri];
+	struct iocb *cb = &s->iocbs[ci];
+	if (res < 0)
+		r->res = (int32_t)res;
+	else if ((uint64_t)res != cb->aio_nbytes && r->res >= 0)
+		r->res = -EIO;
+	s->iocb_free[s->n_iocb_free++] = ci;
+	if (--r->pending == 0) {
+		post(s, r->user_data, r->res);
+		s->areq_free[s->n_areq_free++] = ri;
+		s->aio_inflight--;
+	}
+}
+
+/* Hand queued iocbs to the kernel (one syscall for the batch). */
+void ur_aio_flush(struct ur_server *s)
+{
+	int done = 0;
+	while (done < s->npend) {
+		long r = sys_io_submit(s->aio_ctx, s->npend - done, s->pend + done);
+		if (r > 0) {
+			done += (int)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		/* Refused: fail what was not taken. */
+		int e = r < 0 ? -errno : -EIO;
+		for (int i = done; i < s->npend; i++)
+			event_done(s, s->pend[i]->aio_data, e);
+		break;
+	}
+	s->npend = 0;
+	s->hdr->server_aio_reads = s->n_aio;     /* informational, for tests and tools */
+}
+
+/* Reap completions; wait (blocking) for at least one if wait and none is
+ * ready. Returns the number of events handled. CQEs are written, not
+ * published: the caller publishes. */
+unsigned ur_aio_reap(struct ur_server *s, int wait)
+{
+	if (!s->aio_inflight)
+		return 0;
+	struct aio_ring_hdr *ring = (struct aio_ring_hdr *)(uintptr_t)s->aio_ctx;
+	unsigned got = 0;
+	if (ring->magic == AIO_RING_MAGIC && ring->incompat == 0) {
+		unsigned head = ring->head, nr = ring->nr;
+		unsigned tail = ur_load_acquire(&ring->tail);
+		while (head != tail && head < nr) {
+			struct io_event ev = ring->events[head];
+			head = (head + 1) % nr;
+			event_done(s, ev.data, ev.res);
+			got++;
+		}
+		if (got)
+			ur_store_release(&ring->head, head);
+	}
+	if (!got && wait) {
+		struct io_event ev[32];
+		long r = sys_io_getevents(s->aio_ctx, 1, 32, ev, NULL);
+		for (long i = 0; i < r; i++)
+			event_done(s, ev[i].data, ev[i].res);
+		got += r > 0 ? (unsigned)r : 0;
+	}
+	return got;
+}
+
+/* Everything in flight done and posted. */
+void ur_aio_drain(struct ur_server *s)
+{
+	if (s->npend)
+		ur_aio_flush(s);
+	while (s->aio_inflight)
+		ur_aio_reap(s, 1);
+}
