@@ -11,15 +11,18 @@
 # A plot whose jobs are not in the file is skipped with a message.
 # It never changes the JSON and writes only into OUTDIR.
 #
-#   sh scripts/plot.sh results.json [OUTDIR]
+#   sh scripts/plot.sh [-o OUTDIR] results.json...   (several files are merged; OUTDIR: plots)
 set -eu
-json=${1:?usage: plot.sh results.json [OUTDIR]}
-out=${2:-plots}
+out=plots
+if [ "${1:-}" = -o ]; then out=${2:?-o needs a directory}; shift 2; fi
+[ $# -ge 1 ] || { echo "usage: plot.sh [-o OUTDIR] results.json..." >&2; exit 2; }
 command -v jq >/dev/null || { echo "plot.sh: jq is needed (apt-get install jq)" >&2; exit 1; }
 command -v gnuplot >/dev/null || { echo "plot.sh: gnuplot is needed (apt-get install gnuplot-nox)" >&2; exit 1; }
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+json=$tmp/all.json
+jq -s '{setup: .[0].setup, jobs: (map(.jobs) | add)}' "$@" > "$json"
 
 # ok jobs as TSV: line-name x y, for a jq filter selecting jobs and x/y expressions
 series() { # $1 select, $2 x, $3 y, $4 file
