@@ -1,0 +1,217 @@
+/* Description: one SimpleFS mount used by several threads at once, as the
+ * server does: four writer threads each grow and overwrite their own file
+ * (allocating, so metadata changes interleave) and fsync it, while four reader
+ * threads pread a shared, already written file at random offsets and check
+ * every byte, and one thread keeps calling statfs/readdir/stat; afterwards
+ * every file is compared with what its writer wrote, fsck is clean.
+ *
+ * It must never share a model between threads: each checks its own bytes.
+ */
+#include <sfs.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+
+#define NW      4
+#define NR      4
+#define WSIZE   (3u << 20)
+#define SHARED  (4u << 20)
+static const char *img = "threads.sfs";
+static struct sfs *fs;
+static atomic_int writers_done;
+static uint8_t *wmodel[NW];
+static size_t wsize[NW];
+
+static uint8_t shared_byte(uint64_t p) { return (uint8_t)(p * 2654435761u >> 11); }
+
+static uint32_t rnd(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(*s >> 33);
+}
+
+static void *writer(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	uint64_t s = 1000 + (uint64_t)id;
+	static __thread uint8_t buf[70000];
+	char name[16];
+	int fd;
+
+	snprintf(name, sizeof name, "w%d", id);
+	fd = sfs_file_open(fs, name, SFS_O_CREAT);
+	CHECK(fd >= 0);
+	for (int op = 0; op < 400; op++) {
+		size_t len = 1 + rnd(&s) % sizeof buf;
+		uint64_t off;
+		ssize_t n;
+
+		if (op % 3 == 2 && wsize[id])
+			off = rnd(&s) % wsize[id];        /* overwrite (maybe growing) */
+		else
+			off = wsize[id];                  /* append */
+		if (off + len > WSIZE)
+			off = rnd(&s) % (WSIZE - len);
+		for (size_t k = 0; k < len; k++)
+			buf[k] = (uint8_t)(rnd(&s) | 1);
+		n = sfs_file_pwrite(fs, fd, buf, len, off);
+		if (n != (ssize_t)len)
+			FAIL("writer %d: pwrite returned %zd", id, n);
+		if (off > wsize[id])
+			memset(wmodel[id] + wsize[id], 0, off - wsize[id]);
+		memcpy(wmodel[id] + off, buf, len);
+		if (off + len > wsize[id])
+			wsize[id] = off + len;
+		if (op % 50 == 49)
+			CHECK_EQ(sfs_file_fsync(fs, fd), 0);
+		if (op % 20 == 7) {                   /* read back a range of its own */
+			static __thread uint8_t rb[70000];
+			uint64_t ro = rnd(&s) % wsize[id];
+			size_t rl = 1 + rnd(&s) % sizeof rb;
+
+			if (rl > wsize[id] - ro)
+				rl = wsize[id] - ro;
+			n = sfs_file_pread(fs, fd, rb, rl, ro);
+			if (n != (ssize_t)rl || memcmp(rb, wmodel[id] + ro, rl))
+				FAIL("writer %d: read-back of [%" PRIu64 ", +%zu) differs", id, ro, rl);
+		}
+	}
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+	atomic_fetch_add(&writers_done, 1);
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	uint64_t s = 77 + (uint64_t)(intptr_t)arg;
+	static __thread uint8_t buf[1 << 17];
+	int fd = sfs_file_open(fs, "shared", SFS_O_RDONLY);
+	unsigned rounds = 0;
+
+	CHECK(fd >= 0);
+	while (atomic_load(&writers_done) < NW || rounds < 200) {
+		uint64_t off = rnd(&s) % SHARED;
+		size_t len = 1 + rnd(&s) % sizeof buf;
+		ssize_t n = sfs_file_pread(fs, fd, buf, len, off);
+		size_t want = SHARED - off < len ? SHARED - off : len;
+
+		if (n != (ssize_t)want)
+			FAIL("reader: pread returned %zd, expected %zu", n, want);
+		for (size_t k = 0; k < want; k++)
+			if (buf[k] != shared_byte(off + k))
+				FAIL("reader: byte %" PRIu64 " wrong", off + k);
+		rounds++;
+	}
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+	return NULL;
+}
+
+static void *meta(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&writers_done) < NW) {
+		struct sfs_statfs sf;
+		struct sfs_stat st;
+		uint32_t cookie = 0;
+		int n = 0, r;
+
+		CHECK_EQ(sfs_statfs(fs, &sf), 0);
+		CHECK(sf.files == NW + 1);
+		CHECK(sf.free_blocks <= sf.data_blocks);
+		while ((r = sfs_readdir(fs, &cookie, &st)) == 1)
+			n++;
+		CHECK_EQ(r, 0);
+		CHECK_EQ(n, NW + 1);
+		CHECK_EQ(sfs_stat(fs, "shared", &st), 0);
+		CHECK_EQ(st.size, SHARED);
+	}
+	return NULL;
+}
+
+static void verify(const char *when)
+{
+	static uint8_t buf[WSIZE + 1];
+
+	for (int i = 0; i < NW; i++) {
+		char name[16];
+		int fd;
+		ssize_t n;
+
+		snprintf(name, sizeof name, "w%d", i);
+		fd = sfs_file_open(fs, name, SFS_O_RDONLY);
+		CHECK(fd >= 0);
+		n = sfs_file_pread(fs, fd, buf, sizeof buf, 0);
+		if (n != (ssize_t)wsize[i] || memcmp(buf, wmodel[i], wsize[i]))
+			FAIL("%s: %s differs (%zd bytes, expected %zu)", when, name, n, wsize[i]);
+		CHECK_EQ(sfs_file_close(fs, fd), 0);
+	}
+}
+
+int main(void)
+{
+	pthread_t w[NW], r[NR], m;
+	struct sfs_fsck_result res = { 0, 0 };
+	char err[256] = "";
+	int fd, rc;
+
+	rc = sfs_format(img, 64u << 20, 0);
+	if (rc < 0)
+		FAIL("format: %s", strerror(-rc));
+	rc = sfs_mount(img, 0, &fs, err, sizeof err);
+	if (rc < 0)
+		FAIL("mount: %s (%s)", strerror(-rc), err);
+	{
+		static uint8_t sb[SHARED];
+
+		for (uint64_t p = 0; p < SHARED; p++)
+			sb[p] = shared_byte(p);
+		fd = sfs_file_open(fs, "shared", SFS_O_CREAT);
+		CHECK(fd >= 0);
+		CHECK_EQ(sfs_file_pwrite(fs, fd, sb, SHARED, 0), SHARED);
+		CHECK_EQ(sfs_file_close(fs, fd), 0);
+	}
+	for (int i = 0; i < NW; i++) {
+		wmodel[i] = calloc(1, WSIZE);
+		CHECK(wmodel[i]);
+		/* create the files first, so the meta thread sees them all */
+		char name[16];
+
+		snprintf(name, sizeof name, "w%d", i);
+		fd = sfs_file_open(fs, name, SFS_O_CREAT);
+		CHECK(fd >= 0);
+		CHECK_EQ(sfs_file_close(fs, fd), 0);
+	}
+	for (int i = 0; i < NR; i++)
+		CHECK(pthread_create(&r[i], NULL, reader, (void *)(intptr_t)i) == 0);
+	CHECK(pthread_create(&m, NULL, meta, NULL) == 0);
+	for (int i = 0; i < NW; i++)
+		CHECK(pthread_create(&w[i], NULL, writer, (void *)(intptr_t)i) == 0);
+	for (int i = 0; i < NW; i++)
+		pthread_join(w[i], NULL);
+	for (int i = 0; i < NR; i++)
+		pthread_join(r[i], NULL);
+	pthread_join(m, NULL);
+	verify("mounted");
+	CHECK_EQ(sfs_unmount(fs), 0);
+	CHECK_EQ(sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err), 0);
+	CHECK_EQ(res.errors_found, 0);
+	rc = sfs_mount(img, 0, &fs, err, sizeof err);
+	CHECK_EQ(rc, 0);
+	verify("remounted");
+	CHECK_EQ(sfs_unmount(fs), 0);
+	for (int i = 0; i < NW; i++)
+		free(wmodel[i]);
+	printf("ok\n");
+	return 0;
+}
