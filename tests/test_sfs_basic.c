@@ -260,6 +260,47 @@ static void test_memdev(void)
 	CHECK(sfs_unmount(fs) == 0);   /* owns dev: frees it */
 }
 
+/* Blocks that held a deleted file's bytes must read as zeros wherever a new
+ * file has not written: holes, tails, space inside a truncated-up size. */
+static void test_reuse_zero(void)
+{
+	struct sfs_dev *dev = sfs_memdev_new(NULL, 0, 2u << 20);
+	REQUIRE(dev && sfs_format_dev(dev, 64) == 0);
+	struct sfs *fs;
+	char err[256];
+	REQUIRE(sfs_mount_dev(dev, 0, 1, &fs, err, sizeof err) == 0);
+	static unsigned char junk[4u << 20], b[300000];
+	memset(junk, 0xEE, sizeof junk);
+	int j = sfs_file_open(fs, "junk", SFS_O_CREAT);
+	ssize_t n = sfs_file_pwrite(fs, j, junk, sizeof junk, 0);
+	CHECK(n > (1 << 20) && n < (2 << 20));   /* disk full: a partial count */
+	CHECK(sfs_file_pwrite(fs, j, junk, 1, (uint64_t)n) == -ENOSPC);
+	CHECK(sfs_file_close(fs, j) == 0 && sfs_unlink(fs, "junk") == 0 && sfs_sync(fs) == 0);
+
+	int f1 = sfs_file_open(fs, "t1", SFS_O_CREAT);
+	CHECK(sfs_file_truncate(fs, f1, 256 * 1024) == 0);
+	CHECK(sfs_file_pwrite(fs, f1, "A", 1, 128 * 1024) == 1);
+	CHECK(sfs_file_pread(fs, f1, b, sizeof b, 0) == 256 * 1024);
+	CHECK(all_zero(b, 128 * 1024) && b[128 * 1024] == 'A' && all_zero(b + 128 * 1024 + 1, 128 * 1024 - 1));
+	int f2 = sfs_file_open(fs, "t2", SFS_O_CREAT);
+	CHECK(sfs_file_truncate(fs, f2, 64 * 1024) == 0);
+	CHECK(sfs_file_pwrite(fs, f2, "0123456789", 10, 0) == 10);
+	CHECK(sfs_file_pread(fs, f2, b, sizeof b, 0) == 64 * 1024);
+	CHECK(memcmp(b, "0123456789", 10) == 0 && all_zero(b + 10, 64 * 1024 - 10));
+	int f3 = sfs_file_open(fs, "t3", SFS_O_CREAT);
+	CHECK(sfs_file_pwrite(fs, f3, junk, 100, 0) == 100);
+	CHECK(sfs_file_pwrite(fs, f3, "Z", 1, 20000) == 1);
+	CHECK(sfs_file_pread(fs, f3, b, sizeof b, 0) == 20001);
+	CHECK(all_zero(b + 100, 19900) && b[20000] == 'Z');
+	/* Truncate down inside a block, then extend: the cut bytes are gone. */
+	CHECK(sfs_file_truncate(fs, f3, 50) == 0);
+	CHECK(sfs_file_pwrite(fs, f3, "Y", 1, 60) == 1);
+	CHECK(sfs_file_pread(fs, f3, b, sizeof b, 0) == 61);
+	CHECK(all_zero(b + 50, 10) && b[60] == 'Y' && b[49] == 0xEE);
+	CHECK(sfs_file_close(fs, f1) == 0 && sfs_file_close(fs, f2) == 0 && sfs_file_close(fs, f3) == 0);
+	CHECK(sfs_unmount(fs) == 0);
+}
+
 static void test_classic(void)
 {
 	setenv("SFS_IMAGE", "classic.sfs", 1);
@@ -314,6 +355,7 @@ int main(void)
 {
 	test_handle_api();
 	test_memdev();
+	test_reuse_zero();
 	test_classic();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);

@@ -345,6 +345,12 @@ static int file_write_blocks(struct sfs *fs, struct sfs_ofile *of, const char *b
 	return 0;
 }
 
+/* Zero [from, to) of a file, inside its allocated blocks. */
+static int zero_range(struct sfs *fs, struct sfs_ofile *of, uint64_t from, uint64_t to)
+{
+	return from < to ? file_write_blocks(fs, of, NULL, (size_t)(to - from), from) : 0;
+}
+
 static ssize_t do_read(struct sfs *fs, struct sfs_ofile *of, void *buf, size_t len, uint64_t off)
 {
 	struct sfs_dirent *e = &fs->dir[of->slot];
@@ -420,6 +426,7 @@ static ssize_t write_locked(struct sfs *fs, struct sfs_ofile *of, const char *bu
 		if ((r = sfs_txn_reserve(fs, 3)))
 			break;
 		sfs_mark_dir(fs, of->slot);
+		uint64_t old_end = (uint64_t)e->nblocks * BS;
 		while (e->nblocks < need) {
 			if (fs->ndirty + 2 > fs->jcap) {
 				stop = 1;
@@ -444,9 +451,19 @@ static ssize_t write_locked(struct sfs *fs, struct sfs_ofile *of, const char *bu
 			of->blocks[e->nblocks++] = b;
 		}
 		uint64_t covered = (uint64_t)e->nblocks * BS;
+		/* Every byte that will be inside the size and is not written now
+		 * must read as zero: the stale tail of the old last block, and
+		 * new blocks (they may hold a deleted file's bytes). */
 		if (covered > cur) {
 			uint64_t seg_end = end < covered ? end : covered;
-			if (e->size < cur && (r = grow_size(fs, of, cur)))
+			uint64_t to = cur < old_end ? cur : old_end;
+			if (e->size < to && (r = zero_range(fs, of, e->size, to)))
+				break;
+			if (cur > old_end && (r = zero_range(fs, of, old_end, cur)))
+				break;
+			uint64_t from = seg_end > old_end ? seg_end : old_end;
+			to = e->size < covered ? e->size : covered;
+			if (from < to && (r = zero_range(fs, of, from, to)))
 				break;
 			if ((r = file_write_blocks(fs, of, buf + written, (size_t)(seg_end - cur), cur)))
 				break;
@@ -454,15 +471,29 @@ static ssize_t write_locked(struct sfs *fs, struct sfs_ofile *of, const char *bu
 			if (seg_end > e->size)
 				e->size = seg_end;
 		} else if (stop == 1) {
-			/* Only hole blocks so far: they are zeroed and become part of
-			 * the file, so the commit below is consistent. */
-			if ((r = grow_size(fs, of, covered)))
+			/* Only blocks before the write so far: zero them, make them
+			 * part of the file, so the commit below is consistent. */
+			if (e->size < old_end && (r = zero_range(fs, of, e->size, old_end)))
 				break;
+			if (covered > old_end && (r = zero_range(fs, of, old_end, covered)))
+				break;
+			if (covered > e->size)
+				e->size = covered;
 		} else {
-			/* Cannot reach the write: give back blocks past the size. */
-			int r2 = chain_shrink(fs, of, (uint32_t)div_up(e->size, BS));
-			if (r2)
-				r = r2;
+			/* Cannot reach the write: give back this round's blocks
+			 * (their FAT blocks are already in the transaction). */
+			uint32_t keep = (uint32_t)(old_end / BS);
+			if (e->nblocks > keep) {
+				for (uint32_t n = e->nblocks; n > keep;)
+					sfs_free_block(fs, of->blocks[--n]);
+				if (keep) {
+					fs->fat[of->blocks[keep - 1]] = FAT_EOC;
+					sfs_mark_fat(fs, of->blocks[keep - 1]);
+				} else {
+					e->first = 0;
+				}
+				e->nblocks = keep;
+			}
 		}
 		e->mtime_ns = sfs_now_ns();
 		if (written == len || stop >= 2)
