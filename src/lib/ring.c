@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@
 #define NONE UINT32_MAX
 #define DEFAULT_IDLE_US 1000u
 #define DEFAULT_SPIN_US 50u
+#define YIELD_AFTER_NS 5000u
 #define DEFAULT_STAGING (4u << 20)
 #define DEFAULT_BUFAREA (4u << 20)
 #define READY_TIMEOUT_MS 60000
@@ -772,6 +774,9 @@ static int wait_ready(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
 			uint64_t t = now_ns();
 			if (t >= spin_end || (deadline && t >= deadline))
 				break;
+			/* More runnable threads than CPUs: the server may need ours. */
+			if (t - t0 > YIELD_AFTER_NS)
+				sched_yield();
 		}
 	}
 	for (;;) {
