@@ -838,6 +838,13 @@ SFS_EXPORT int sfs_file_fsync(struct sfs *fs, int fd)
 		r = -EBADF;
 	} else if (fs->rdonly) {
 		r = 0;
+	} else if (fs->failed) {
+		r = -EIO;
+	} else if (fs->ndirty == 0) {
+		/* No structural change pending: the data is in place, one sync
+		 * makes it durable. An mtime set by in-place writes waits for the
+		 * next commit (as fdatasync). */
+		r = fs->dev->sync(fs->dev);
 	} else {
 		uint64_t seq = fs->seq;
 		r = sfs_commit(fs);

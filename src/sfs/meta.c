@@ -224,9 +224,19 @@ static int problem(struct sfs_chk *c, const char *fmt, ...)
 
 /* ---- transaction bookkeeping ------------------------------------------ */
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+
 static void mark_meta(struct sfs *fs, uint32_t m)
 {
 	if (!fs->dirty_bm[m]) {
+		if (fs->ndirty == 0)
+			fs->txn_start_ns = mono_ns();
 		fs->dirty_bm[m] = 1;
 		fs->dirty[fs->ndirty++] = m;
 	}
@@ -242,11 +252,16 @@ void sfs_mark_dir(struct sfs *fs, uint32_t slot)
 	mark_meta(fs, fs->fat_blocks + slot / DIR_PER_BLOCK);
 }
 
+/* Make room for n more dirty blocks in the running transaction, committing
+ * it first if it is near the journal's capacity or older than
+ * SFS_COMMIT_AGE_NS (so metadata never lags far behind without fsync). */
 int sfs_txn_reserve(struct sfs *fs, uint32_t n)
 {
 	if (fs->failed)
 		return -EIO;
 	if (fs->ndirty + n > fs->jcap)
+		return sfs_commit(fs);
+	if (fs->ndirty && mono_ns() - fs->txn_start_ns > SFS_COMMIT_AGE_NS)
 		return sfs_commit(fs);
 	return 0;
 }

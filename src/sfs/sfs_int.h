@@ -49,6 +49,7 @@
 #define JCAP_MIN        8u
 #define MAX_FILE_SIZE   SFS_MAX_SIZE  /* 2^44: offsets at or beyond -> -EFBIG */
 #define MAX_HANDLES     65536u
+#define SFS_COMMIT_AGE_NS (5ull * 1000000000ull)  /* commit a running transaction this old */
 
 struct sfs_super_disk {
 	uint64_t magic;
@@ -159,6 +160,7 @@ struct sfs {
 	uint8_t *dirty_bm;
 	uint32_t *dirty;
 	uint32_t ndirty;
+	uint64_t txn_start_ns;     /* CLOCK_MONOTONIC when the transaction got its first block */
 	uint8_t *jbuf;             /* jcap blocks, aligned */
 	uint8_t *hbuf;             /* one block, aligned */
 	uint64_t seq;
