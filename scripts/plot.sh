@@ -2,10 +2,11 @@
 # scripts/plot.sh - plots from bench's JSON (bench ... --json FILE) with jq and
 # gnuplot, as SVG and PNG, one line per engine (and buffering mode):
 #   iops_vs_qd      4 KiB random read IOPS against queue depth
-#   mibs_vs_bs      sequential read MiB/s against block size (qd 64, or the
-#                   most common qd in the file)
+#   mibs_vs_bs      sequential read MiB/s against block size (the most common
+#                   qd in the file)
 #   syscalls_per_io syscalls per I/O against queue depth (4 KiB random read)
 #   ctxsw_per_io    context switches per I/O against queue depth (same jobs)
+#   (each of these for buffered I/O, and with the suffix _direct for O_DIRECT)
 #   latency         p50 / p99 / p99.9 completion latency of 4 KiB random
 #                   reads at qd 64 (or the most common qd), per engine
 # A plot whose jobs are not in the file is skipped with a message.
@@ -40,7 +41,7 @@ common_qd() {
 plot_lines() { # $1 data, $2 name, $3 title, $4 xlabel, $5 ylabel, $6 logx(0/1), $7 logy
 	data=$1
 	if [ ! -s "$data" ]; then
-		echo "plot.sh: $2: no matching jobs in $json, skipped"
+		echo "plot.sh: $2: no matching jobs, skipped"
 		return
 	fi
 	names=$(cut -f1 "$data" | uniq)
@@ -71,21 +72,24 @@ plot_lines() { # $1 data, $2 name, $3 title, $4 xlabel, $5 ylabel, $6 logx(0/1),
 }
 
 rr='.rw == "read" and .pattern == "random" and .bs == 4096'
-series "$rr" '.qd' '.median.iops' "$tmp/a"
-plot_lines "$tmp/a" iops_vs_qd "4 KiB random read IOPS against queue depth" "queue depth" "IOPS" 1 0
-series "$rr" '.qd' '.median.syscalls_per_io // empty' "$tmp/b"
-plot_lines "$tmp/b" syscalls_per_io "Syscalls per I/O (whole system), 4 KiB random read" "queue depth" "syscalls / I/O" 1 0
-series "$rr" '.qd' '.median.ctxsw_per_io // empty' "$tmp/c"
-plot_lines "$tmp/c" ctxsw_per_io "Context switches per I/O (whole system), 4 KiB random read" "queue depth" "context switches / I/O" 1 0
-
 sq='.rw == "read" and .pattern == "sequential"'
-q=$(common_qd "$sq")
-if [ -n "$q" ]; then
-	series "$sq and .qd == $q" '.bs / 1024' '.median.mibs' "$tmp/d"
-	plot_lines "$tmp/d" mibs_vs_bs "Sequential read throughput against block size (qd $q)" "block size (KiB)" "MiB/s" 1 0
-else
-	echo "plot.sh: mibs_vs_bs: no sequential reads in $json, skipped"
-fi
+for d in 0 1; do
+	sfx=""; mode="buffered"
+	[ $d = 1 ] && sfx="_direct" && mode="O_DIRECT"
+	series "$rr and .direct == $d" '.qd' '.median.iops' "$tmp/a$d"
+	plot_lines "$tmp/a$d" iops_vs_qd$sfx "4 KiB random read IOPS against queue depth, $mode" "queue depth" "IOPS (log)" 1 1
+	series "$rr and .direct == $d" '.qd' '.median.syscalls_per_io // empty' "$tmp/b$d"
+	plot_lines "$tmp/b$d" syscalls_per_io$sfx "Syscalls per I/O (whole system), 4 KiB random read, $mode" "queue depth" "syscalls / I/O" 1 0
+	series "$rr and .direct == $d" '.qd' '.median.ctxsw_per_io // empty' "$tmp/c$d"
+	plot_lines "$tmp/c$d" ctxsw_per_io$sfx "Context switches per I/O (whole system), 4 KiB random read, $mode" "queue depth" "context switches / I/O" 1 0
+	q=$(common_qd "$sq and .direct == $d")
+	if [ -n "$q" ]; then
+		series "$sq and .direct == $d and .qd == $q" '.bs / 1024' '.median.mibs' "$tmp/d$d"
+		plot_lines "$tmp/d$d" mibs_vs_bs$sfx "Sequential read throughput against block size (qd $q), $mode" "block size (KiB)" "MiB/s (log)" 1 1
+	else
+		echo "plot.sh: mibs_vs_bs$sfx: no sequential reads, skipped"
+	fi
+done
 
 q=$(common_qd "$rr")
 if [ -n "$q" ]; then

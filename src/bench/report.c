@@ -213,7 +213,7 @@ static void git_commit(char *out, size_t n)
 }
 
 struct setup {
-	char kernel[256], cpu[256], fs[900], commit[64], when[64];
+	char kernel[256], cpu[256], fs[900], commit[64], when[64], load[64];
 	long ncpu;
 };
 
@@ -227,6 +227,12 @@ static void get_setup(struct setup *s, const char *dir)
 	s->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	fs_of(dir, s->fs, sizeof(s->fs));
 	git_commit(s->commit, sizeof(s->commit));
+	FILE *lf = fopen("/proc/loadavg", "r");
+	if (!lf || !fgets(s->load, sizeof(s->load), lf))
+		snprintf(s->load, sizeof(s->load), "unknown");
+	if (lf)
+		fclose(lf);
+	s->load[strcspn(s->load, "\n")] = 0;
 	time_t t = time(NULL);
 	strftime(s->when, sizeof(s->when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
 }
@@ -235,8 +241,8 @@ void bench_setup_info(FILE *f, const char *dir)
 {
 	struct setup s;
 	get_setup(&s, dir);
-	fprintf(f, "setup: %s, %s x %ld, %s: %s, commit %s, %s\n", s.kernel, s.cpu, s.ncpu, dir,
-		s.fs, s.commit[0] ? s.commit : "unknown", s.when);
+	fprintf(f, "setup: %s, %s x %ld, %s: %s, commit %s, %s, load average %s\n", s.kernel,
+		s.cpu, s.ncpu, dir, s.fs, s.commit[0] ? s.commit : "unknown", s.when, s.load);
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -316,6 +322,8 @@ int bench_write_json(const char *path, const struct bench_result *rs, size_t n, 
 	jstr(f, s.commit);
 	fprintf(f, ", \"date\": ");
 	jstr(f, s.when);
+	fprintf(f, ", \"loadavg_when_written\": ");
+	jstr(f, s.load);
 	fprintf(f, ", \"command\": ");
 	jstr(f, cmdline);
 	fprintf(f, "},\n  \"jobs\": [\n");
