@@ -118,8 +118,10 @@ fuzz: $(O)/fuzz_sfs
 	mkdir -p $(O)/fuzz-corpus && cp -n fuzz/corpus/* $(O)/fuzz-corpus/ 2>/dev/null || true
 	$(O)/fuzz_sfs -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 $(O)/fuzz-corpus fuzz/corpus
 
-$(O)/fuzz_sfs: fuzz/fuzz_sfs.c $(SFS_SRC) include/sfs.h
-	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -o $@ fuzz/fuzz_sfs.c $(SFS_SRC) -pthread
+$(O)/fuzz_sfs: fuzz/fuzz_sfs.c fuzz/fuzz_steps.h $(SFS_SRC) $(wildcard src/sfs/*.h) include/sfs.h
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -o $@ fuzz/fuzz_sfs.c $(SFS_SRC) -pthread
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
