@@ -38,6 +38,7 @@
 #define DEFAULT_STAGING (4u << 20)
 #define DEFAULT_BUFAREA (4u << 20)
 #define READY_TIMEOUT_MS 60000
+#define EXIT_TIMEOUT_MS 120000
 
 extern char **environ;
 
@@ -413,7 +414,23 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 {
 	if (!ring->priv)
 		return -EINVAL;
-	/* Closing the liveness socket tells the server to unmount and exit. */
+	/* EOF on the liveness socket tells the server to unmount and exit; its
+	 * end closing (EOF here) says it has. Waiting for that, not only for
+	 * waitpid, also works when the program ignores SIGCHLD. */
+	shutdown(ring->live_fd, SHUT_WR);
+	for (int waited_ms = 0; waited_ms < EXIT_TIMEOUT_MS;) {
+		struct pollfd pf = { .fd = ring->live_fd, .events = POLLIN };
+		int r = poll(&pf, 1, 1000);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0) {
+			waited_ms += 1000;
+			continue;
+		}
+		char b[sizeof(struct ur_hello)];
+		if (r < 0 || recv(ring->live_fd, b, sizeof(b), MSG_DONTWAIT) <= 0)
+			break;
+	}
 	close(ring->live_fd);
 	int st = ring->server_pid > 0 ? reap(ring->server_pid) : -1;
 	close(ring->sq_fd);

@@ -70,17 +70,34 @@ static int keep(uint64_t ud, int32_t res)
 	return 0;
 }
 
-static struct urfs_sqe *get_sqe(void)
+/* A free SQE. When the queue is full, hand it to the server; if that frees
+ * nothing yet (the server waits for room in the CQ), move completions into
+ * the kept list until it does. NULL with *err set on failure. */
+static struct urfs_sqe *get_sqe(int *err)
 {
-	struct urfs_sqe *sqe = urfs_get_sqe(&g_ring);
-	if (!sqe) {
-		/* Queue full: hand what is queued to the server and retry. */
+	for (;;) {
+		struct urfs_sqe *sqe = urfs_get_sqe(&g_ring);
+		if (sqe)
+			return sqe;
 		int r = urfs_submit(&g_ring);
-		if (r < 0)
+		if (r < 0) {
+			*err = r;
 			return NULL;
-		sqe = urfs_get_sqe(&g_ring);
+		}
+		if ((sqe = urfs_get_sqe(&g_ring)))
+			return sqe;
+		struct urfs_cqe *cqe;
+		if ((r = urfs_wait_cqe(&g_ring, &cqe)) < 0) {
+			*err = r;
+			return NULL;
+		}
+		r = keep(cqe->user_data, cqe->res);
+		urfs_cqe_seen(&g_ring, cqe);
+		if (r < 0) {
+			*err = r;
+			return NULL;
+		}
 	}
-	return sqe;
 }
 
 /* Submit everything and wait for the internal request's result. */
@@ -113,9 +130,10 @@ UR_EXPORT int ur_open(const char *name, unsigned flags)
 		return -ENOTCONN;
 	if (!name)
 		return -EFAULT;
-	struct urfs_sqe *sqe = get_sqe();
+	int err = 0;
+	struct urfs_sqe *sqe = get_sqe(&err);
 	if (!sqe)
-		return g_ring.dead ? -EPIPE : -EBUSY;
+		return err;
 	urfs_prep_openat(sqe, name, flags ? flags : URFS_O_CREAT);
 	return run_sync(sqe);
 }
@@ -124,9 +142,10 @@ UR_EXPORT int ur_close(int fd)
 {
 	if (!g_up)
 		return -ENOTCONN;
-	struct urfs_sqe *sqe = get_sqe();
+	int err = 0;
+	struct urfs_sqe *sqe = get_sqe(&err);
 	if (!sqe)
-		return g_ring.dead ? -EPIPE : -EBUSY;
+		return err;
 	urfs_prep_close(sqe, fd);
 	return run_sync(sqe);
 }
@@ -139,9 +158,10 @@ static int queue_rw(int op, int fd, const void *buf, size_t len, uint64_t off, u
 		return -EINVAL;
 	if (ud >> 63)
 		return -EINVAL;
-	struct urfs_sqe *sqe = get_sqe();
+	int err = 0;
+	struct urfs_sqe *sqe = get_sqe(&err);
 	if (!sqe)
-		return g_ring.dead ? -EPIPE : -EBUSY;
+		return err;
 	urfs_prep_rw(op, sqe, fd, buf, (unsigned)len, off);
 	sqe->user_data = ud;
 	return 0;
