@@ -114,9 +114,11 @@ void bench_report_text(FILE *f, const struct bench_result *r)
 	fprintf(f, "  %s: IOPS=%s", bench_rw_name(j->rw), iops);
 	if (r->nruns > 1)
 		fprintf(f, " (%s..%s)", lo, hi);
-	fprintf(f, ", BW=%.1fMiB/s", m->mibs);
-	if (r->nruns > 1)
-		fprintf(f, " (%.1f..%.1f)", r->mibs_min, r->mibs_max);
+	if (j->rw != BENCH_RW_NOP) {
+		fprintf(f, ", BW=%.1fMiB/s", m->mibs);
+		if (r->nruns > 1)
+			fprintf(f, " (%.1f..%.1f)", r->mibs_min, r->mibs_max);
+	}
 	fprintf(f, ", %llu I/Os in %.3fs", (unsigned long long)m->ios, m->secs);
 	if (j->rw == BENCH_RW_MIX)
 		fprintf(f, " (%llu reads, %llu writes)", (unsigned long long)m->reads,
