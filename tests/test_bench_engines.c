@@ -1,7 +1,8 @@
 /* Description: every bench engine (sfs, ur, ur:fixedbufs, psync, io_uring
  * with and without fixedbufs/regfiles, libaio, posixaio) writes and reads a
  * small file with the right number of I/Os and bytes and no stamp error;
- * a mixed job honours its read share; a time-based job stops near its
+ * NOP jobs (ur, io_uring, null) count operations and no bytes, an engine
+ * without NOP is skipped; a mixed job honours its read share; a time-based job stops near its
  * deadline and drains what is in flight; a block corrupted inside the
  * SimpleFS image is caught by both the sfs and the ur engine.
  */
@@ -65,6 +66,28 @@ int main(void)
 		expect_ok(engines[i], BENCH_RW_WRITE, 1, 4, 65536);
 		expect_ok(engines[i], BENCH_RW_READ, 0, 4, 65536);
 	}
+
+	/* NOP: the transport alone, batched; no bytes move */
+	static const char *const nops[] = { "ur", "io_uring", "null" };
+	for (int i = 0; i < 3; i++) {
+		struct bench_job nj;
+		char err[200];
+		bench_job_defaults(&nj);
+		if (bench_parse_engine(nops[i], &nj, err, sizeof(err)) < 0)
+			FAIL("%s", err);
+		nj.rw = BENCH_RW_NOP;
+		nj.qd = 32;
+		nj.batch = 1;
+		nj.bytes = 4096ull * 3200;     /* 3200 NOPs */
+		nj.repeat = 1;
+		if (bench_run_job(&nj, &r) < 0 || r.status != BENCH_OK || r.med.ios != 3200 ||
+		    r.med.bytes != 0)
+			FAIL("%s nop: status %d, %llu ops, %llu bytes: %s", nops[i], r.status,
+			     (unsigned long long)r.med.ios, (unsigned long long)r.med.bytes, r.reason);
+		printf("%s nop qd 32: %.0f/s\n", nops[i], r.med.iops);
+	}
+	if (run("libaio", BENCH_RW_NOP, 0, 8, 4096) < 0 || r.status != BENCH_SKIPPED)
+		FAIL("libaio nop is not skipped");
 
 	/* mix: about 70% reads */
 	expect_ok("io_uring", BENCH_RW_MIX, 1, 8, 4096);
