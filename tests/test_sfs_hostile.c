@@ -7,7 +7,8 @@
  * leaked blocks, and thousands of random corruptions (resealed so they pass
  * the checksums). Mount must fail with the right error or succeed; fsck must
  * report; fsck -y must fix what it reports (a second check is clean) and the
- * image then mounts; nothing may crash (run it under ASan too).
+ * image then mounts; a check-only fsck and a read-only mount never write;
+ * nothing may crash (run it under ASan too).
  *
  * It must never use the library's own format code to make the damage.
  */
@@ -146,6 +147,15 @@ static void run_lib(const uint8_t *image, uint64_t devsize, struct outcome *o)
 	memset(&res, 0, sizeof res);
 	o->fsck_rc = sfs_fsck_dev(dev, 0, &res, msg_sink, NULL, err, sizeof err);
 	o->found = res.errors_found;
+	/* a check-only fsck changes nothing */
+	{
+		static uint8_t after[IMG_SIZE];
+		size_t n = devsize < IMG_SIZE ? (size_t)devsize : IMG_SIZE;
+
+		CHECK_EQ(dev->pread(dev, after, n, 0), 0);
+		if (memcmp(after, image, n))
+			FAIL("a check-only fsck changed the device");
+	}
 	memset(&res, 0, sizeof res);
 	o->repair_rc = sfs_fsck_dev(dev, 1, &res, msg_sink, NULL, err, sizeof err);
 	o->rfound = res.errors_found;
@@ -498,6 +508,54 @@ int main(void)
 		set32(blk(jstart) + 20, 0xFFFFFFF0u);
 		seal(jstart);
 		expect_clean("a journal start far beyond the journal");
+	}
+
+	/* A committed transaction in an image file: a read-only mount and a
+	 * check-only fsck see it replayed but leave the file alone; a writable
+	 * mount installs it. */
+	{
+		static uint8_t logblk[BS], file[IMG_SIZE];
+		uint32_t homes[1];
+		int s = slot_of("D");
+		uint32_t db = dir_start + (uint32_t)s / DIR_PER;
+		struct sfs *fs;
+		struct sfs_stat st;
+		struct sfs_fsck_result res = { 0, 0 };
+		char err[256] = "";
+		int fd;
+
+		reset();
+		memcpy(logblk, blk(db), BS);
+		strcpy((char *)logblk + (s % DIR_PER) * DE_SIZE, "Z");
+		set32(logblk + BS - 8, db);
+		set32(logblk + BS - 4, crc32c(logblk, BS - 4));
+		homes[0] = db;
+		journal_txn(0, 1, homes, logblk);
+		fd = open("journal.sfs", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		CHECK(fd >= 0);
+		CHECK(write(fd, img, IMG_SIZE) == IMG_SIZE);
+		CHECK(close(fd) == 0);
+
+		if (sfs_mount("journal.sfs", SFS_MOUNT_RDONLY, &fs, err, sizeof err) < 0)
+			FAIL("read-only mount with a committed transaction: %s", err);
+		CHECK_EQ(sfs_stat(fs, "Z", &st), 0);
+		CHECK_EQ(sfs_stat(fs, "D", &st), -ENOENT);
+		CHECK_EQ(sfs_unmount(fs), 0);
+		CHECK_EQ(sfs_fsck("journal.sfs", 0, &res, NULL, NULL, err, sizeof err), 0);
+		CHECK_EQ(res.errors_found, 0);
+		fd = open("journal.sfs", O_RDONLY);
+		CHECK(fd >= 0 && read(fd, file, IMG_SIZE) == IMG_SIZE && close(fd) == 0);
+		if (memcmp(file, img, IMG_SIZE))
+			FAIL("a read-only mount or a check-only fsck wrote to the image");
+
+		if (sfs_mount("journal.sfs", 0, &fs, err, sizeof err) < 0)
+			FAIL("mount with a committed transaction: %s", err);
+		CHECK_EQ(sfs_stat(fs, "Z", &st), 0);
+		CHECK_EQ(sfs_unmount(fs), 0);
+		fd = open("journal.sfs", O_RDONLY);
+		CHECK(fd >= 0 && read(fd, file, IMG_SIZE) == IMG_SIZE && close(fd) == 0);
+		CHECK(memcmp(file + (size_t)db * BS, logblk, BS) == 0);     /* installed */
+		CHECK_EQ(get32(file + (size_t)jstart * BS + 16), 0);        /* journal empty */
 	}
 
 	/* An image file, truncated; a tiny file; a directory. */
