@@ -1,7 +1,8 @@
 /* Description: SimpleFS limits and their errors: names of 63 bytes work, 64
  * give -ENAMETOOLONG, empty names -EINVAL; exactly max_files files can exist
  * and one more gives -ENOSPC (a slot comes back after a remove, the full
- * directory survives a remount); bad handles give -EBADF everywhere; offsets
+ * directory survives a remount); bad handles give -EBADF everywhere; the
+ * handle table ends with -EMFILE; offsets
  * and seeks that overflow are refused and change nothing.
  *
  * It must never accept a crash or a silent success where an error is due.
@@ -148,6 +149,26 @@ static void handles(struct sfs *fs)
 		CHECK_EQ(sfs_file_pread(fs, h[0], buf, sizeof buf, 0), 3);
 		CHECK(memcmp(buf, "abc", 3) == 0);
 		for (int i = 0; i < 2000; i++)
+			CHECK_EQ(sfs_file_close(fs, h[i]), 0);
+	}
+	/* The handle table is capped (65536, docs/FORMAT.md): -EMFILE, and
+	 * closing one makes room again. */
+	{
+		static int h[70000];
+		int n = 0, r;
+
+		while ((r = sfs_file_open(fs, "h", SFS_O_RDONLY)) >= 0) {
+			CHECK(n < 70000);
+			h[n++] = r;
+		}
+		CHECK_EQ(r, -EMFILE);
+		if (n < 65000)
+			FAIL("only %d handles before -EMFILE", n);
+		CHECK_EQ(sfs_file_close(fs, h[n / 2]), 0);
+		h[n / 2] = sfs_file_open(fs, "h", 0);
+		CHECK(h[n / 2] >= 0);
+		CHECK_EQ(sfs_file_open(fs, "h", 0), -EMFILE);
+		for (int i = 0; i < n; i++)
 			CHECK_EQ(sfs_file_close(fs, h[i]), 0);
 	}
 	CHECK_EQ(sfs_unlink(fs, "h"), 0);

@@ -2,8 +2,9 @@
  * sizes (0, block edges, up to 3 MiB) and names (1 to 63 bytes, spaces,
  * UTF-8), then removes, appends, overwrites and truncates over several
  * remount cycles; each cycle compares the directory, sizes, mtimes and every
- * byte with an in-memory model. Also the classic API (mksfs, sfs_open...)
- * on the default image across mksfs(0) remounts.
+ * byte with an in-memory model. A name unlinked while open is reused at
+ * once and only the new file survives. Also the classic API (mksfs,
+ * sfs_open...) on the default image across mksfs(0) remounts.
  *
  * It must never compare the library with itself: the model is plain memory.
  */
@@ -196,6 +197,49 @@ static size_t pick_size(int i)
 	return (size_t)(rnd() % 150000);
 }
 
+/* A name unlinked while open is free at once: a new file takes it, the old
+ * handle keeps its own bytes, and after a remount only the new file is there
+ * and no space is lost. */
+static void unlinked_open(void)
+{
+	struct sfs *fs = do_mount();
+	struct sfs_statfs sf0, sf;
+	struct sfs_stat st;
+	char buf[64];
+	int old, new;
+
+	CHECK_EQ(sfs_sync(fs), 0);
+	CHECK_EQ(sfs_statfs(fs, &sf0), 0);
+	old = sfs_file_open(fs, "reused-name", SFS_O_CREAT | SFS_O_EXCL);
+	CHECK(old >= 0);
+	CHECK_EQ(sfs_file_pwrite(fs, old, "old bytes", 9, 0), 9);
+	CHECK_EQ(sfs_file_fsync(fs, old), 0);
+	CHECK_EQ(sfs_unlink(fs, "reused-name"), 0);
+	CHECK_EQ(sfs_stat(fs, "reused-name", &st), -ENOENT);
+	new = sfs_file_open(fs, "reused-name", SFS_O_CREAT | SFS_O_EXCL);
+	CHECK(new >= 0);
+	CHECK_EQ(sfs_file_pwrite(fs, new, "NEW", 3, 0), 3);
+	CHECK_EQ(sfs_file_pwrite(fs, old, " and more", 9, 9), 9);   /* the orphan grows */
+	CHECK_EQ(sfs_file_truncate(fs, old, 5000), 0);
+	CHECK_EQ(sfs_file_pread(fs, old, buf, sizeof buf, 0), sizeof buf);
+	CHECK(memcmp(buf, "old bytes and more", 18) == 0);
+	CHECK_EQ(sfs_file_pread(fs, new, buf, sizeof buf, 0), 3);
+	CHECK(memcmp(buf, "NEW", 3) == 0);
+	CHECK_EQ(sfs_stat(fs, "reused-name", &st), 0);
+	CHECK_EQ(st.size, 3);
+	CHECK_EQ(sfs_file_close(fs, new), 0);
+	CHECK_EQ(sfs_unmount(fs), 0);        /* closes "old": the orphan is freed */
+	fsck_clean();
+	fs = do_mount();
+	CHECK_EQ(sfs_stat(fs, "reused-name", &st), 0);
+	CHECK_EQ(st.size, 3);
+	CHECK_EQ(sfs_statfs(fs, &sf), 0);
+	CHECK_EQ(sf.files, sf0.files + 1);
+	CHECK_EQ(sf.free_blocks, sf0.free_blocks - 1);
+	CHECK_EQ(sfs_unlink(fs, "reused-name"), 0);
+	CHECK_EQ(sfs_unmount(fs), 0);
+}
+
 static void classic_api(void)
 {
 	static const char msg[] = "classic API data that must survive a remount";
@@ -354,6 +398,7 @@ int main(void)
 	verify(fs, 1);
 	CHECK_EQ(sfs_unmount(fs), 0);
 
+	unlinked_open();
 	classic_api();
 	for (int i = 0; i < NFILES; i++)
 		free(files[i].data);
