@@ -410,6 +410,25 @@ static int grow_size(struct sfs *fs, struct sfs_ofile *of, uint64_t new_size)
 	return 0;
 }
 
+/* Give back the blocks a write round allocated past keep (a full disk or an
+ * I/O error): they are in the running transaction, so their FAT blocks are
+ * already dirty; freed blocks wait for the commit like any other. */
+static void rollback(struct sfs *fs, struct sfs_ofile *of, uint32_t keep)
+{
+	struct sfs_dirent *e = &fs->dir[of->slot];
+	if (e->nblocks <= keep)
+		return;
+	for (uint32_t n = e->nblocks; n > keep;)
+		sfs_free_block(fs, of->blocks[--n]);
+	if (keep) {
+		fs->fat[of->blocks[keep - 1]] = FAT_EOC;
+		sfs_mark_fat(fs, of->blocks[keep - 1]);
+	} else {
+		e->first = 0;
+	}
+	e->nblocks = keep;
+}
+
 /* The exclusive-lock write: allocates, zeroes gaps, handles a full disk, and
  * splits work into transactions that fit the journal. */
 static ssize_t write_locked(struct sfs *fs, struct sfs_ofile *of, const char *buf,
@@ -457,43 +476,31 @@ static ssize_t write_locked(struct sfs *fs, struct sfs_ofile *of, const char *bu
 		if (covered > cur) {
 			uint64_t seg_end = end < covered ? end : covered;
 			uint64_t to = cur < old_end ? cur : old_end;
-			if (e->size < to && (r = zero_range(fs, of, e->size, to)))
-				break;
-			if (cur > old_end && (r = zero_range(fs, of, old_end, cur)))
-				break;
 			uint64_t from = seg_end > old_end ? seg_end : old_end;
-			to = e->size < covered ? e->size : covered;
-			if (from < to && (r = zero_range(fs, of, from, to)))
+			uint64_t to2 = e->size < covered ? e->size : covered;
+			if ((e->size < to && (r = zero_range(fs, of, e->size, to))) ||
+			    (cur > old_end && (r = zero_range(fs, of, old_end, cur))) ||
+			    (from < to2 && (r = zero_range(fs, of, from, to2))) ||
+			    (r = file_write_blocks(fs, of, buf + written, (size_t)(seg_end - cur), cur))) {
+				rollback(fs, of, (uint32_t)(old_end / BS));
 				break;
-			if ((r = file_write_blocks(fs, of, buf + written, (size_t)(seg_end - cur), cur)))
-				break;
+			}
 			written += (size_t)(seg_end - cur);
 			if (seg_end > e->size)
 				e->size = seg_end;
 		} else if (stop == 1) {
 			/* Only blocks before the write so far: zero them, make them
 			 * part of the file, so the commit below is consistent. */
-			if (e->size < old_end && (r = zero_range(fs, of, e->size, old_end)))
+			if ((e->size < old_end && (r = zero_range(fs, of, e->size, old_end))) ||
+			    (covered > old_end && (r = zero_range(fs, of, old_end, covered)))) {
+				rollback(fs, of, (uint32_t)(old_end / BS));
 				break;
-			if (covered > old_end && (r = zero_range(fs, of, old_end, covered)))
-				break;
+			}
 			if (covered > e->size)
 				e->size = covered;
 		} else {
-			/* Cannot reach the write: give back this round's blocks
-			 * (their FAT blocks are already in the transaction). */
-			uint32_t keep = (uint32_t)(old_end / BS);
-			if (e->nblocks > keep) {
-				for (uint32_t n = e->nblocks; n > keep;)
-					sfs_free_block(fs, of->blocks[--n]);
-				if (keep) {
-					fs->fat[of->blocks[keep - 1]] = FAT_EOC;
-					sfs_mark_fat(fs, of->blocks[keep - 1]);
-				} else {
-					e->first = 0;
-				}
-				e->nblocks = keep;
-			}
+			/* Cannot reach the write: give back this round's blocks. */
+			rollback(fs, of, (uint32_t)(old_end / BS));
 		}
 		e->mtime_ns = sfs_now_ns();
 		if (written == len || stop >= 2)
