@@ -138,17 +138,7 @@ SFS_EXPORT int sfs_lock_holder(const char *path)
 		return -EINVAL;
 	if (stat(path, &st) < 0)
 		return -errno;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return holder_of(st.st_dev, st.st_ino);
-	/* If nobody holds a lock, say 0 without trusting stale /proc lines. */
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		close(fd);
-		return 0;
-	}
-	int pid = holder_of(st.st_dev, st.st_ino);
-	close(fd);
-	return pid;
+	return holder_of(st.st_dev, st.st_ino);
 }
 
 void sfs_seterr(char *err, size_t errlen, const char *fmt, ...)
