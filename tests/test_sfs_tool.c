@@ -412,7 +412,9 @@ int main(void)
 		CHECK(fclose(f) == 0);
 		EXPECT(0, "mkfs --size 128M big.sfs");
 		rss = put_peak_rss("big.sfs", "big.dat", "big");
-		if (rss > 24 * 1024)
+		/* Under valgrind the child's peak includes valgrind's own, from
+		 * before the exec: nothing to learn there. */
+		if (rss > 24 * 1024 && !(getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload")))
 			FAIL("sfs put of 48 MiB peaked at %ld KiB of memory", rss);
 		EXPECT(0, "stat big.sfs big");
 		OUT_HAS("size:   50331648");
