@@ -7,6 +7,9 @@
  * Must never print, and never take a per-I/O malloc: bounce buffers are per
  * thread and reused.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* O_DIRECT, fallocate, pthread_rwlockattr_setkind_np */
+#endif
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdarg.h>

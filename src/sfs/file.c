@@ -10,6 +10,9 @@
  * Must never print, never call fsync/malloc per block, and never let a file
  * show bytes it did not write (new space is zeroed before it becomes visible).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* O_DIRECT, fallocate, pthread_rwlockattr_setkind_np */
+#endif
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>

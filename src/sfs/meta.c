@@ -12,6 +12,9 @@
  * Must never print, never trust a byte read from the device before checking it,
  * and never loop on a FAT chain without a bound.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* O_DIRECT, fallocate, pthread_rwlockattr_setkind_np */
+#endif
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
