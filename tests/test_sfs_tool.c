@@ -341,6 +341,9 @@ int main(void)
 	EXPECT(1, "put t.sfs nohost.dat");
 	ERR_HAS("nohost.dat: No such file or directory");
 	EXPECT(1, "stat t.sfs nofile");
+	EXPECT(1, "get t.sfs bin.dat t.sfs");       /* never truncates the image */
+	ERR_HAS("image itself");
+	CHECK(stat("t.sfs", &sb) == 0 && sb.st_size == 16 << 20);
 	{
 		char longname[100];
 

@@ -630,10 +630,18 @@ static int cmd_get(int argc, char **argv)
 		err_msg("get: %s: %s", name, strerror(-r));
 		goto out;
 	}
-	/* Open the destination only once the source is known to exist. */
+	/* Open the destination only once the source is known to exist, and
+	 * never truncate the image itself. */
 	if (to_stdout) {
 		hfd = STDOUT_FILENO;
 	} else {
+		struct stat hs, is;
+
+		if (stat(host, &hs) == 0 && stat(path, &is) == 0 && hs.st_dev == is.st_dev &&
+		    hs.st_ino == is.st_ino) {
+			err_msg("get: %s: is the image itself; not overwriting it", host);
+			goto out;
+		}
 		hfd = open(host, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		if (hfd < 0) {
 			err_msg("get: %s: %s", host, strerror(errno));
