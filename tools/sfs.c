@@ -361,6 +361,16 @@ static int cmd_mkfs(int argc, char **argv)
 	}
 
 	r = sfs_format(path, size, files);
+	if (r == -ENOSPC) {
+		err_msg("%s: mkfs: %u files do not fit in %" PRIu64 " bytes (at least 16 data blocks "
+			"must remain)", path, files, size);
+		return 1;
+	}
+	if (r == -EINVAL) {
+		err_msg("%s: mkfs: bad geometry: %" PRIu64 " bytes, %u files (files: 1..1048576)",
+			path, size, files);
+		return 1;
+	}
 	if (r < 0) {
 		err_msg("%s: mkfs: %s", path, strerror(-r));
 		return 1;
