@@ -424,6 +424,11 @@ int main(void)
 		EXPECT(0, "get big.sfs big - | cmp -s - big.dat");
 		EXPECT(0, "fsck big.sfs");
 		printf("put of 48 MiB: peak RSS %ld KiB\n", rss);
+		/* too big for the image: a clear error, the image stays clean */
+		EXPECT(0, "mkfs --size 1M small.sfs");
+		EXPECT(1, "put small.sfs big.dat");
+		ERR_HAS("sfs: put: big.dat: No space left on device");
+		EXPECT(0, "fsck small.sfs");
 	}
 	free(data);
 	printf("ok\n");
