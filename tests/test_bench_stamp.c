@@ -59,7 +59,11 @@ static void run(const char *engine, unsigned qd, int random, uint64_t corrupt_at
 	job.rw = BENCH_RW_READ;
 	job.repeat = 1;
 	/* a clean file reads fine */
-	if (bench_run_job(&job, &r) < 0 || r.status != BENCH_OK)
+	if (bench_run_job(&job, &r) == 0 && r.status == BENCH_SKIPPED && strcmp(engine, "psync")) {
+		printf("%s: skipped: %s\n", engine, r.reason);   /* io_uring blocked here */
+		return;
+	}
+	if (r.status != BENCH_OK)
 		FAIL("%s: clean run: status %d: %s", engine, r.status, r.reason);
 	if (r.med.ios != 1024)
 		FAIL("%s: %llu I/Os, expected 1024", engine, (unsigned long long)r.med.ios);
