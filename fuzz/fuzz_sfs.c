@@ -13,8 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fuzz_outcome o;
+	struct fuzz_outcome raw, sealed;
 
-	fuzz_sfs_steps(data, size, &o);
+	fuzz_sfs_input(data, size, &raw, &sealed);
 	return 0;
 }

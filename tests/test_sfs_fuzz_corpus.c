@@ -1,8 +1,8 @@
 /* Description: replays every file of the committed fuzz seed corpus
  * ($UR_SRCDIR/fuzz/corpus) through the fuzz target's steps (fuzz/fuzz_steps.h:
  * fsck, fsck -y, mount, read everything, write, truncate, unlink, sync,
- * unmount, fsck), so the corpus is exercised in every normal and sanitizer
- * run without libFuzzer. Seeds named valid-* must also be valid: they mount,
+ * unmount, fsck; as it is and with its checksums fixed up), so the corpus is
+ * exercised in every normal and sanitizer run without libFuzzer. Seeds named valid-* must also be valid: they mount,
  * check clean, take every operation, and are clean afterwards. Every other
  * seed must at least not crash, and a repair must leave it clean.
  *
@@ -35,7 +35,7 @@ int main(void)
 	if (!d)
 		FAIL("%s: %s", dir, strerror(errno));
 	while ((de = readdir(d))) {
-		struct fuzz_outcome o;
+		struct fuzz_outcome o, sealed;
 		FILE *f;
 		size_t len;
 
@@ -47,8 +47,11 @@ int main(void)
 			FAIL("%s: %s", path, strerror(errno));
 		len = fread(data, 1, sizeof data, f);
 		fclose(f);
-		if (fuzz_sfs_steps(data, len, &o) < 0)
+		if (fuzz_sfs_input(data, len, &o, &sealed) < 0)
 			FAIL("%s: out of memory", de->d_name);
+		if (sealed.repair_rc == 0 && (sealed.recheck_rc != 0 || sealed.recheck_errors != 0))
+			FAIL("%s (checksums fixed up): after fsck -y a check found %u errors (rc %d)",
+			     de->d_name, sealed.recheck_errors, sealed.recheck_rc);
 		n++;
 		printf("%-24s %7zu bytes: fsck %d (%u errors), mount %d, %d files, ops %d, after %u errors\n",
 		       de->d_name, len, o.fsck_rc, o.fsck_errors, o.mount_rc, o.files, o.ops_rc,
