@@ -245,6 +245,10 @@ void bench_setup_info(FILE *f, const char *dir)
 	get_setup(&s, dir);
 	fprintf(f, "setup: %s, %s x %ld, %s: %s, commit %s, %s, load average %s\n", s.kernel,
 		s.cpu, s.ncpu, dir, s.fs, s.commit[0] ? s.commit : "unknown", s.when, s.load);
+	double load1 = atof(s.load);
+	if (s.ncpu > 0 && load1 > 0.5 * (double)s.ncpu)
+		fprintf(f, "warning: load average %.2f on %ld CPUs: other work is running, so these "
+			"figures are noisy; compare ratios from one run\n", load1, s.ncpu);
 }
 
 /* ---------------------------------------------------------------- JSON */
