@@ -17,7 +17,8 @@
  * Pass 3 runs a second scenario (multi-MiB writes, truncates and an unlink
  * of an open file) with the journal capped to 4 blocks, so operations split
  * into several transactions, at every cut point (at most 200, spread over
- * all its writes).
+ * all its writes). Pass 4 cuts the power again during the recovery (replay,
+ * orphan freeing) of every 4th crash of pass 1, at each of its writes.
  *
  * It must never trust the library for what is expected: the model is memory. */
 #include <sfs.h>
@@ -32,6 +33,8 @@
 #define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
 	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 #define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
 
 #define DEV_SIZE  (1u << 20)         /* the main scenario's image */
 #define BIG_DEV   (8u << 20)         /* the split-transaction scenario's: J and K need reuse */
@@ -750,6 +753,56 @@ static int pass(uint64_t w, unsigned seeds, uint64_t max)
 	return fails;
 }
 
+/* Pass 4: a power cut during the recovery itself. For every 4th cut point
+ * of the scenario, the crashed image is mounted and unmounted (journal
+ * replay, orphan freeing) with a second cut at each of those writes, crashed
+ * again, and must then satisfy the same checks. Returns the failures. */
+static int pass_recovery(uint64_t w)
+{
+	static uint8_t crashed[DEV_SIZE];
+	int fails = 0;
+	uint64_t tried = 0;
+
+	for (uint64_t n = 1; n <= w; n += 4) {
+		uint64_t rw = 0;
+
+		CHECK_EQ(run(n), w);
+		sfs_faultdev_crash(dev);
+		CHECK_EQ(dev->pread(dev, crashed, DEV_SIZE, 0), 0);
+		sfs_dev_free(dev);
+		for (uint64_t m = 0; m == 0 || m <= rw; m++) {
+			struct sfs *r;
+			char err[256];
+			uint64_t base;
+
+			dev = sfs_faultdev_new(DEV_SIZE);
+			CHECK(dev);
+			CHECK_EQ(dev->pwrite(dev, crashed, DEV_SIZE, 0), 0);
+			CHECK_EQ(dev->sync(dev), 0);
+			base = sfs_faultdev_writes(dev);
+			sfs_faultdev_arm(dev, m);
+			if (sfs_mount_dev(dev, 0, 0, &r, err, sizeof err) == 0)
+				sfs_unmount(r);
+			if (m == 0) {
+				rw = sfs_faultdev_writes(dev) - base;
+			} else {
+				sfs_faultdev_crash(dev);
+				tried++;
+				if (check_after_crash() < 0) {
+					fails++;
+					if (nfail + fails <= 15)
+						fprintf(stderr, "cut at write %" PRIu64 ", then at recovery write %"
+							PRIu64 "/%" PRIu64 ": %s\n", n, m, rw, why);
+				}
+			}
+			sfs_dev_free(dev);
+		}
+	}
+	printf("pass 4 (a second cut during recovery): %d of %" PRIu64 " crashes failed\n", fails,
+	       tried);
+	return fails;
+}
+
 int main(void)
 {
 	uint64_t w;
@@ -776,6 +829,9 @@ int main(void)
 	nfail += f2;
 	printf("pass 2 (reordering device, random surviving pieces): %d of %" PRIu64 " crashes failed\n",
 	       f2, w);
+
+	reorder = 0;
+	nfail += pass_recovery(w);
 
 	/* Pass 3: split transactions, every cut point. */
 	if (&sfs_debug_jcap) {
