@@ -16,9 +16,9 @@
  * sync survives or not at random (reordered, torn writes), a seed per n.
  * Pass 3 runs a second scenario (multi-MiB writes, truncates and an unlink
  * of an open file) with the journal capped to 4 blocks, so operations split
- * into several transactions, at every cut point (at most 200, spread over
+ * into several transactions, at every cut point (at most 100, spread over
  * all its writes). Pass 4 cuts the power again during the recovery (replay,
- * orphan freeing) of every 4th crash of pass 1, at each of its writes.
+ * orphan freeing) of every 5th crash of pass 1, at each of its writes.
  *
  * It must never trust the library for what is expected: the model is memory. */
 #include <sfs.h>
@@ -753,7 +753,7 @@ static int pass(uint64_t w, unsigned seeds, uint64_t max)
 	return fails;
 }
 
-/* Pass 4: a power cut during the recovery itself. For every 4th cut point
+/* Pass 4: a power cut during the recovery itself. For every 5th cut point
  * of the scenario, the crashed image is mounted and unmounted (journal
  * replay, orphan freeing) with a second cut at each of those writes, crashed
  * again, and must then satisfy the same checks. Returns the failures. */
@@ -763,7 +763,7 @@ static int pass_recovery(uint64_t w)
 	int fails = 0;
 	uint64_t tried = 0;
 
-	for (uint64_t n = 1; n <= w; n += 4) {
+	for (uint64_t n = 1; n <= w; n += 5) {
 		uint64_t rw = 0;
 
 		CHECK_EQ(run(n), w);
@@ -845,11 +845,11 @@ int main(void)
 		if (check_after_crash() < 0)
 			FAIL("split scenario, no cut: %s", why);
 		sfs_dev_free(dev);
-		f3 = pass(w, 1, 200);
+		f3 = pass(w, 1, 100);
 		nfail += f3;
 		sfs_debug_jcap = 0;
 		printf("pass 3 (journal capped to 4 blocks, 8 MiB image): %d of %" PRIu64
-		       " cut points (of %" PRIu64 ") failed\n", f3, w < 200 ? w : 200, w);
+		       " cut points (of %" PRIu64 ") failed\n", f3, w < 100 ? w : 100, w);
 	} else {
 		printf("pass 3 skipped: this libsfs has no sfs_debug_jcap knob\n");
 	}

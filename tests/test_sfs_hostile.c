@@ -665,7 +665,7 @@ int main(void)
 	/* Random damage: bytes flipped in metadata blocks, resealed so they
 	 * pass the checksums; and whole random metadata blocks. */
 	{
-		unsigned mounted = 0, refused = 0, rounds = 2000;
+		unsigned mounted = 0, refused = 0, rounds = 1500;
 
 		for (unsigned i = 0; i < rounds; i++) {
 			/* a quarter the superblock or journal header, the rest FAT
