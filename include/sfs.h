@@ -90,7 +90,11 @@ struct sfs;
 #define SFS_O_RDONLY  0x10u      /* writes through this handle fail with -EBADF */
 
 /* Format an image file of size bytes (rounded down to 4 KiB) with room for
- * max_files files (0: the default). The file is created sparse. */
+ * max_files files (0: the default). The file is created sparse.
+ * Errors: -EINVAL (size < SFS_MIN_SIZE, max_files > 1048576), -EFBIG (size >
+ * SFS_MAX_SIZE), -ENOSPC (max_files leaves < 16 data blocks), -EBUSY (the image
+ * is mounted). max_files 0 on a small image gives fewer than 4096 slots: the
+ * directory takes at most a quarter of the image (1 MiB: 1984 files). */
 int sfs_format(const char *path, uint64_t size, uint32_t max_files);
 int sfs_format_dev(struct sfs_dev *dev, uint32_t max_files);
 
@@ -111,7 +115,8 @@ int sfs_mount_dev(struct sfs_dev *dev, unsigned flags, int own, struct sfs **out
 /* Commit everything, make it durable, close all files, release the lock. */
 int sfs_unmount(struct sfs *fs);
 
-/* pid of the process holding the image's lock, 0 if none, or -errno. */
+/* pid of the process holding the image's lock, 0 if none, or -errno.
+ * Reads /proc/locks only; a read-only mount's shared lock counts too. */
 int sfs_lock_holder(const char *path);
 
 /* The image path sfs_mount() uses by default: $SFS_IMAGE or "disk.sfs". */
@@ -128,7 +133,7 @@ ssize_t sfs_file_pwrite(struct sfs *fs, int fd, const void *buf, size_t len, uin
 ssize_t sfs_file_read(struct sfs *fs, int fd, void *buf, size_t len);        /* at position */
 ssize_t sfs_file_write(struct sfs *fs, int fd, const void *buf, size_t len); /* at position */
 int64_t sfs_file_seek(struct sfs *fs, int fd, int64_t off, int whence);      /* SEEK_SET/CUR/END */
-int     sfs_file_fsync(struct sfs *fs, int fd);
+int     sfs_file_fsync(struct sfs *fs, int fd);   /* commits the whole fs */
 int     sfs_file_truncate(struct sfs *fs, int fd, uint64_t size);
 int     sfs_unlink(struct sfs *fs, const char *name);
 
@@ -143,7 +148,7 @@ struct sfs_statfs {
 	uint64_t block_size;
 	uint64_t total_blocks;   /* whole image */
 	uint64_t data_blocks;    /* blocks usable for file data */
-	uint64_t free_blocks;
+	uint64_t free_blocks;    /* includes blocks freed but not yet committed */
 	uint32_t max_files;
 	uint32_t files;
 	uint32_t name_max;
