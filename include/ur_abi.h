@@ -64,7 +64,9 @@ struct ur_ring_ctl {
 	uint32_t tail;           /* producer's free-running counter */
 	uint8_t  pad1[60];
 	uint32_t flags;          /* UR_SQ_NEED_WAKEUP (SQ) / UR_CQ_NEED_WAKEUP (CQ) */
-	uint32_t reserved;
+	uint32_t owner_cpu;      /* hint: the CPU (+1, 0 unknown/asleep) the consumer of
+				    this ring runs on: the server (SQ), the client (CQ).
+				    A spinner whose peer is on its own CPU yields at once. */
 	uint8_t  pad2[56];
 };
 

@@ -78,7 +78,7 @@ struct urfs_params {
 struct urfs__priv;
 
 struct urfs_sq {
-	uint32_t *khead, *ktail, *kflags;
+	uint32_t *khead, *ktail, *kflags, *kcpu;
 	struct urfs_sqe *sqes;
 	uint32_t sqe_head;        /* first SQE not yet submitted */
 	uint32_t sqe_tail;        /* next SQE get_sqe hands out */
@@ -86,7 +86,7 @@ struct urfs_sq {
 };
 
 struct urfs_cq {
-	uint32_t *khead, *ktail, *kflags;
+	uint32_t *khead, *ktail, *kflags, *kcpu;
 	struct urfs_cqe *cqes;
 	uint32_t head;            /* private copy of *khead */
 	uint32_t ready;           /* CQEs before this are ready for the caller */

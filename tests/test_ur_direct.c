@@ -135,6 +135,8 @@ int main(void)
 			if (o->write) {
 				o->f = 1;              /* rewrite blocks of "other" */
 				o->off &= ~4095ull;
+				if (o->off >= FSZ)
+					o->off = 0;
 				if (o->off + o->len > FSZ)
 					o->len = (uint32_t)(FSZ - o->off);
 				if (!o->len)

@@ -43,7 +43,7 @@ struct urfs__priv {
 	uint64_t bufs_off, bufs_size;
 	unsigned nbufs;
 	uint64_t data_off, data_size;
-	uint64_t wait_spin_ns;
+	uint64_t wait_spin_ns, spin_cur;
 	int memfd;
 };
 

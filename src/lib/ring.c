@@ -35,6 +35,8 @@
 #define DEFAULT_IDLE_US 1000u
 #define DEFAULT_SPIN_US 50u
 #define YIELD_AFTER_NS 5000u
+#define MIN_SPIN_NS 2000u
+#define YIELD_EVERY_NS 20000u
 #define DEFAULT_STAGING (4u << 20)
 #define DEFAULT_BUFAREA (4u << 20)
 #define READY_TIMEOUT_MS 60000
@@ -272,6 +274,7 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	P->data_off = g.data_off;
 	P->data_size = g.data_size;
 	P->wait_spin_ns = (uint64_t)(p->wait_spin_us ? p->wait_spin_us : DEFAULT_SPIN_US) * 1000u;
+	P->spin_cur = P->wait_spin_ns;
 
 	P->memfd = memfd_create("urfs-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (P->memfd < 0 || ftruncate(P->memfd, (off_t)g.size) < 0 ||
@@ -368,12 +371,14 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	ring->sq.khead = &sq->head;
 	ring->sq.ktail = &sq->tail;
 	ring->sq.kflags = &sq->flags;
+	ring->sq.kcpu = &sq->owner_cpu;
 	ring->sq.sqes = (struct ur_sqe *)(base + g.sqes_off);
 	ring->sq.ring_mask = sqn - 1;
 	ring->sq.ring_entries = sqn;
 	ring->cq.khead = &cq->head;
 	ring->cq.ktail = &cq->tail;
 	ring->cq.kflags = &cq->flags;
+	ring->cq.kcpu = &cq->owner_cpu;
 	ring->cq.cqes = (struct ur_cqe *)(base + g.cqes_off);
 	ring->cq.ring_mask = cqn - 1;
 	ring->cq.ring_entries = cqn;
@@ -782,20 +787,40 @@ static int wait_ready(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
 	if (ring->dead)
 		return -EPIPE;
 	kick_if_needed(ring);
-	uint64_t t0 = now_ns(), spin_end = t0 + P->wait_spin_ns;
+	/* Spin first, adaptively: waits that end while spinning let the next
+	 * spin be longer (up to wait_spin); waits that end asleep (slow I/O,
+	 * O_DIRECT) shorten it, so long waits cost no CPU and few syscalls. */
+	uint64_t t0 = now_ns(), spin_end = t0 + P->spin_cur, last_yield = t0;
+	uint32_t mycpu = (uint32_t)sched_getcpu() + 1;
+	ur_store_relaxed(cq->kcpu, mycpu);
 	for (unsigned i = 1;; i++) {
 		ur_cpu_relax();
-		if (__urfs_cq_collect(ring) - cq->head >= nr)
+		if (__urfs_cq_collect(ring) - cq->head >= nr) {
+			uint64_t grow = P->spin_cur + P->spin_cur / 2 + 1000;
+			P->spin_cur = grow < P->wait_spin_ns ? grow : P->wait_spin_ns;
 			return 0;
+		}
 		if (!(i & 31)) {
 			uint64_t t = now_ns();
 			if (t >= spin_end || (deadline && t >= deadline))
 				break;
-			/* More runnable threads than CPUs: the server may need ours. */
-			if (t - t0 > YIELD_AFTER_NS)
+			/* The server runs on this very CPU: spinning only delays it. */
+			if (ur_load_relaxed(ring->sq.kcpu) == mycpu) {
 				sched_yield();
+				mycpu = (uint32_t)sched_getcpu() + 1;
+				ur_store_relaxed(cq->kcpu, mycpu);
+				last_yield = t;
+				continue;
+			}
+			/* More runnable threads than CPUs: the server may need ours. */
+			if (t - t0 > YIELD_AFTER_NS && (last_yield == t0 || t - last_yield > YIELD_EVERY_NS)) {
+				sched_yield();
+				last_yield = t;
+			}
 		}
 	}
+	uint64_t floor = P->wait_spin_ns < MIN_SPIN_NS ? P->wait_spin_ns : MIN_SPIN_NS;
+	P->spin_cur = P->spin_cur / 2 > floor ? P->spin_cur / 2 : floor;
 	for (;;) {
 		ur_fetch_or(cq->kflags, UR_CQ_NEED_WAKEUP);
 		ur_smp_mb();
@@ -816,8 +841,10 @@ static int wait_ready(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
 			ts.tv_nsec = (long)(left % 1000000000u);
 			tsp = &ts;
 		}
+		ur_store_relaxed(cq->kcpu, 0);      /* asleep: nobody to yield to */
 		int r = ppoll(pf, 2, tsp, NULL);
 		ur_fetch_and(cq->kflags, ~UR_CQ_NEED_WAKEUP);
+		ur_store_relaxed(cq->kcpu, (uint32_t)sched_getcpu() + 1);
 		if (r > 0 && (pf[0].revents & POLLIN)) {
 			uint64_t v;
 			if (read(ring->cq_fd, &v, sizeof(v)) < 0) {

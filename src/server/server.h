@@ -67,7 +67,8 @@ struct ur_server {
 	struct ur_aio_req areq[UR_AIO_MAX];
 	uint32_t areq_free[UR_AIO_MAX], n_areq_free;
 	struct iocb *pend[UR_AIO_MAX];
-	int npend;
+	int npend, npend_req;                /* iocbs / requests not yet submitted */
+	uint64_t pend_since;                 /* when the oldest of them was queued */
 
 	/* Counters (for --stats). */
 	uint64_t n_sqe, n_sleep, n_wake_client, n_aio;
@@ -87,6 +88,8 @@ int      ur_aio_init(struct ur_server *s);
 void     ur_aio_fini(struct ur_server *s);
 int32_t  ur_aio_read(struct ur_server *s, const struct ur_sqe *q, uint8_t *dest);
 void     ur_aio_flush(struct ur_server *s);
+/* Submit queued reads now, or keep collecting a moment for one io_submit? */
+int      ur_aio_flush_due(struct ur_server *s, uint64_t now);
 unsigned ur_aio_reap(struct ur_server *s, int wait);
 void     ur_aio_drain(struct ur_server *s);
 
