@@ -1,6 +1,7 @@
 /* Description: SimpleFS under random operations on a nearly full 1 MiB image,
  * against a memory model: writes at random offsets (inside, at and past the
- * end), truncates up and down, unlink and re-create, reopen, sync, remount;
+ * end), writes and reads at a handle's position, seeks, O_APPEND writes
+ * through a second handle, truncates up and down, unlink and re-create, reopen, sync, remount;
  * the disk runs full again and again, so partial writes, -ENOSPC and reuse of
  * freed blocks happen all the time. Every reply is checked (a short write
  * stores exactly its count, -ENOSPC changes nothing), files are compared byte
@@ -38,7 +39,9 @@ struct mf {
 	char name[16];
 	uint8_t d[MAXSZ];
 	size_t size;
-	int fd;
+	int fd;           /* a plain handle; its position is pos */
+	uint64_t pos;
+	int afd;          /* an O_APPEND handle */
 };
 static struct mf F[NF];
 static struct sfs *fs;
@@ -63,6 +66,9 @@ static void do_mount(void)
 		F[i].fd = sfs_file_open(fs, F[i].name, SFS_O_CREAT);
 		if (F[i].fd < 0)
 			FAIL("open %s: %s", F[i].name, strerror(-F[i].fd));
+		F[i].afd = sfs_file_open(fs, F[i].name, SFS_O_APPEND);
+		CHECK(F[i].afd >= 0);
+		F[i].pos = 0;
 	}
 }
 
@@ -103,8 +109,10 @@ static void remount(void)
 	struct sfs_fsck_result res = { 0, 0 };
 	char err[256] = "";
 
-	for (int i = 0; i < NF; i++)
+	for (int i = 0; i < NF; i++) {
 		CHECK_EQ(sfs_file_close(fs, F[i].fd), 0);
+		CHECK_EQ(sfs_file_close(fs, F[i].afd), 0);
+	}
 	CHECK_EQ(sfs_unmount(fs), 0);
 	CHECK_EQ(sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err), 0);
 	if (res.errors_found)
@@ -113,23 +121,29 @@ static void remount(void)
 	verify();
 }
 
-static void one_write(struct mf *f)
+/* mode 0: pwrite at a random place; 1: write at the plain handle's position;
+ * 2: write through the O_APPEND handle. */
+static void one_write(struct mf *f, int mode)
 {
 	static uint8_t src[64 * 1024];
 	size_t len = 1 + rnd() % (rnd() % 4 ? 8192 : sizeof src);
 	uint64_t off;
 	ssize_t n;
 
-	switch (rnd() % 4) {
+	switch (mode ? 4 : rnd() % 4) {
 	case 0: off = f->size; break;                                  /* append */
 	case 1: off = f->size + rnd() % 20000; break;                   /* past the end */
+	case 4: off = mode == 1 ? f->pos : f->size; break;
 	default: off = f->size ? rnd() % f->size : 0; break;           /* inside */
 	}
 	if (off + len > MAXSZ)
 		return;
 	for (size_t k = 0; k < len; k++)
 		src[k] = (uint8_t)(rnd() | 0x80);
-	n = sfs_file_pwrite(fs, f->fd, src, len, off);
+	if (mode == 0)
+		n = sfs_file_pwrite(fs, f->fd, src, len, off);
+	else
+		n = sfs_file_write(fs, mode == 1 ? f->fd : f->afd, src, len);
 	if (n == -ENOSPC) {
 #if KNOWN_BUG_ENOSPC_GROWTH
 		/* Known library bug (H2's report, bug 2): a write past the end
@@ -149,15 +163,56 @@ static void one_write(struct mf *f)
 			f->size = st.size;
 		}
 #endif
+		if (mode == 1 && sfs_file_seek(fs, f->fd, 0, SEEK_CUR) != (int64_t)f->pos)
+			FAIL("%s: a failed write moved the position", f->name);
 		return;                          /* nothing changed: verify() will tell */
 	}
 	if (n <= 0 || (size_t)n > len)
-		FAIL("%s: pwrite(%zu at %" PRIu64 ") returned %zd", f->name, len, off, n);
+		FAIL("%s: write(%zu at %" PRIu64 ", mode %d) returned %zd", f->name, len, off, mode, n);
 	if (off > f->size)
 		memset(f->d + f->size, 0, off - f->size);
 	memcpy(f->d + off, src, (size_t)n);
 	if (off + (uint64_t)n > f->size)
 		f->size = off + (size_t)n;
+	if (mode == 1)
+		f->pos = off + (uint64_t)n;
+	if (mode == 2 && sfs_file_seek(fs, f->afd, 0, SEEK_CUR) != (int64_t)f->size)
+		FAIL("%s: the O_APPEND handle is not at the end after a write", f->name);
+}
+
+/* Read at the plain handle's position and compare; or move it. */
+static void cursor_op(struct mf *f)
+{
+	static uint8_t buf[70000];
+
+	if (rnd() % 2) {
+		size_t len = 1 + rnd() % sizeof buf;
+		size_t want = f->pos >= f->size ? 0 : (f->size - f->pos < len ? f->size - f->pos : len);
+		ssize_t n = sfs_file_read(fs, f->fd, buf, len);
+
+		if (n != (ssize_t)want || memcmp(buf, f->d + f->pos, want))
+			FAIL("%s: read of %zu at position %" PRIu64 ": %zd bytes (expected %zu) or wrong",
+			     f->name, len, f->pos, n, want);
+		f->pos += want;
+	} else {
+		int whence = (int)(rnd() % 3);
+		int64_t off, want;
+
+		if (whence == SEEK_SET) {
+			off = rnd() % (f->size + 10000);
+			want = off;
+		} else if (whence == SEEK_CUR) {
+			off = (int64_t)(rnd() % 20000) - (int64_t)(f->pos < 10000 ? f->pos : 10000);
+			want = (int64_t)f->pos + off;
+		} else {
+			off = (int64_t)(rnd() % 5000) - (int64_t)(rnd() % (f->size + 1));
+			want = (int64_t)f->size + off;
+		}
+		if (sfs_file_seek(fs, f->fd, off, whence) != want)
+			FAIL("%s: seek(%" PRId64 ", %d) from %" PRIu64 " (size %zu) is not %" PRId64,
+			     f->name, off, whence, f->pos, f->size, want);
+		f->pos = (uint64_t)want;
+	}
 }
 
 static void run_seed(void)
@@ -177,8 +232,14 @@ static void run_seed(void)
 		struct mf *f = &F[rnd() % NF];
 		unsigned what = rnd() % 100;
 
-		if (what < 60) {
-			one_write(f);
+		if (what < 45) {
+			one_write(f, 0);
+		} else if (what < 52) {
+			one_write(f, 1);
+		} else if (what < 57) {
+			one_write(f, 2);
+		} else if (what < 64) {
+			cursor_op(f);
 		} else if (what < 75) {                  /* truncate */
 			size_t ns = rnd() % 2 ? (f->size ? rnd() % f->size : 0) : rnd() % MAXSZ;
 
@@ -196,13 +257,18 @@ static void run_seed(void)
 					FAIL("write to an orphan: %d", r);
 			}
 			CHECK_EQ(sfs_file_close(fs, f->fd), 0);
+			CHECK_EQ(sfs_file_close(fs, f->afd), 0);
 			f->fd = sfs_file_open(fs, f->name, SFS_O_CREAT | SFS_O_EXCL);
 			CHECK(f->fd >= 0);
+			f->afd = sfs_file_open(fs, f->name, SFS_O_APPEND);
+			CHECK(f->afd >= 0);
 			f->size = 0;
+			f->pos = 0;
 		} else if (what < 90) {                  /* reopen */
 			CHECK_EQ(sfs_file_close(fs, f->fd), 0);
 			f->fd = sfs_file_open(fs, f->name, 0);
 			CHECK(f->fd >= 0);
+			f->pos = 0;
 		} else if (what < 96) {
 			r = rnd() % 2 ? sfs_sync(fs) : sfs_file_fsync(fs, f->fd);
 			CHECK_EQ(r, 0);
@@ -215,8 +281,10 @@ static void run_seed(void)
 			verify();
 	}
 	remount();
-	for (int i = 0; i < NF; i++)
+	for (int i = 0; i < NF; i++) {
 		CHECK_EQ(sfs_file_close(fs, F[i].fd), 0);
+		CHECK_EQ(sfs_file_close(fs, F[i].afd), 0);
+	}
 	CHECK_EQ(sfs_unmount(fs), 0);
 }
 
