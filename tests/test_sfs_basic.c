@@ -304,6 +304,34 @@ static void test_reuse_zero(void)
 
 /* O_DIRECT mounts: unaligned requests go through bounce buffers (with
  * read-modify-write for partial blocks); results must equal a plain mount. */
+/* A write that fails with -ENOSPC changes nothing, even when the only free
+ * space was freed in the running transaction (H2's bug 2). */
+static void test_enospc_nochange(void)
+{
+	struct sfs_dev *dev = sfs_memdev_new(NULL, 0, 1u << 20);
+	REQUIRE(dev && sfs_format_dev(dev, 64) == 0);
+	struct sfs *fs;
+	char err[256];
+	REQUIRE(sfs_mount_dev(dev, 0, 1, &fs, err, sizeof err) == 0);
+	int x = sfs_file_open(fs, "x", SFS_O_CREAT);
+	CHECK(sfs_file_pwrite(fs, x, "0123456789", 10, 0) == 10);
+	int a = sfs_file_open(fs, "a", SFS_O_CREAT);
+	static char buf[4096];
+	ssize_t n;
+	uint64_t tot = 0;
+	while ((n = sfs_file_write(fs, a, buf, sizeof buf)) > 0)
+		tot += (uint64_t)n;
+	CHECK(n == -ENOSPC && tot > 0);
+	CHECK(sfs_sync(fs) == 0);
+	CHECK(sfs_file_truncate(fs, a, tot - 4096) == 0);   /* one block, not committed */
+	struct sfs_stat st;
+	CHECK(sfs_file_pwrite(fs, x, "Z", 1, 20000) == -ENOSPC);   /* needs 4 blocks */
+	CHECK(sfs_file_stat(fs, x, &st) == 0 && st.size == 10 && st.blocks == 1);
+	CHECK(sfs_file_pwrite(fs, x, "Z", 1, 4100) == 1);          /* the freed block */
+	CHECK(sfs_file_stat(fs, x, &st) == 0 && st.size == 4101 && st.blocks == 2);
+	CHECK(sfs_unmount(fs) == 0);
+}
+
 static void test_direct(void)
 {
 	const char *img = "direct.sfs";
@@ -411,6 +439,7 @@ int main(void)
 	test_handle_api();
 	test_memdev();
 	test_reuse_zero();
+	test_enospc_nochange();
 	test_direct();
 	test_classic();
 	if (failures) {

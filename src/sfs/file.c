@@ -442,10 +442,21 @@ static ssize_t write_locked(struct sfs *fs, struct sfs_ofile *of, const char *bu
 	size_t written = 0;
 	int r = 0;
 	uint64_t need = div_up(end, BS);
+	/* A write that cannot store even one byte (its first block lies past
+	 * all the free space) fails at once and changes nothing. */
+	uint64_t first_blk = off / BS;
+	if (first_blk >= e->nblocks &&
+	    first_blk + 1 - e->nblocks > fs->free_count + fs->npend)
+		return -ENOSPC;
 	for (;;) {
 		uint64_t cur = off + written;
-		int stop = 0;   /* 1: journal full or frees pending, 2: no space */
+		int stop = 0;   /* 1: journal full, 2: no space */
 		if ((r = sfs_txn_reserve(fs, 3)))
+			break;
+		/* Space freed in the running transaction becomes usable only
+		 * after its commit: commit now, at a consistent point, rather than
+		 * in the middle of this round. */
+		if (fs->npend && need - e->nblocks > fs->free_count && (r = sfs_commit(fs)))
 			break;
 		sfs_mark_dir(fs, of->slot);
 		uint64_t old_end = (uint64_t)e->nblocks * BS;
@@ -461,7 +472,7 @@ static ssize_t write_locked(struct sfs *fs, struct sfs_ofile *of, const char *bu
 			}
 			uint32_t b = sfs_alloc_block(fs, last ? last + 1 : 0);
 			if (!b) {
-				stop = fs->npend ? 1 : 2;
+				stop = 2;
 				break;
 			}
 			if (last) {
