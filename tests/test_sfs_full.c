@@ -210,6 +210,35 @@ int main(void)
 	CHECK_EQ(sfs_unmount(fs), 0);
 	fsck_clean();
 
+	/* 3b. A write past the end that fails with -ENOSPC changes nothing,
+	 *     also while blocks freed by an uncommitted truncate are about
+	 *     (the library commits inside the write to reach them). */
+	fs = do_mount();
+	{
+		struct sfs_stat st;
+
+		keep = sfs_file_open(fs, "keep", 0);
+		CHECK(keep >= 0);
+		keep_size -= 100;                   /* a partial last block */
+		CHECK_EQ(sfs_file_truncate(fs, keep, keep_size), 0);
+		fd = sfs_file_open(fs, "big2", 0);
+		CHECK(fd >= 0);
+		CHECK_EQ(sfs_file_stat(fs, fd, &st), 0);
+		CHECK_EQ(sfs_file_truncate(fs, fd, st.size - BS), 0);   /* one block, pending */
+		CHECK_EQ(free_blocks(fs), 1);
+		CHECK_EQ(sfs_file_truncate(fs, fd, st.size - 2 * BS), 0);   /* one more, pending */
+		CHECK_EQ(sfs_file_pwrite(fs, keep, buf, 1, keep_size + 5 * BS + 100), -ENOSPC);
+		CHECK_EQ(sfs_file_stat(fs, keep, &st), 0);
+		if (st.size != keep_size)
+			FAIL("a write that failed with -ENOSPC changed the size from %" PRIu64 " to %" PRIu64,
+			     keep_size, st.size);
+		CHECK_EQ(sfs_file_close(fs, fd), 0);
+		CHECK_EQ(sfs_file_close(fs, keep), 0);
+		check_file(fs, "keep", keep_size, 0x11);
+	}
+	CHECK_EQ(sfs_unmount(fs), 0);
+	fsck_clean();
+
 	/* 4. Remove everything: the whole data area is free and fillable again. */
 	fs = do_mount();
 	CHECK_EQ(sfs_unlink(fs, "keep"), 0);

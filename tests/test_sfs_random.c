@@ -24,9 +24,6 @@
 #define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
 	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
 
-#ifndef KNOWN_BUG_ENOSPC_GROWTH
-#define KNOWN_BUG_ENOSPC_GROWTH 1
-#endif
 #define NF     6
 #define MAXSZ  (600u * 1024)
 #define OPS    2500
@@ -145,24 +142,6 @@ static void one_write(struct mf *f, int mode)
 	else
 		n = sfs_file_write(fs, mode == 1 ? f->fd : f->afd, src, len);
 	if (n == -ENOSPC) {
-#if KNOWN_BUG_ENOSPC_GROWTH
-		/* Known library bug (H2's report, bug 2): a write past the end
-		 * that fails with -ENOSPC may still grow the file with zeros up to
-		 * below the write's offset. Tolerated here, loudly, so the rest of
-		 * this test keeps guarding; set KNOWN_BUG_ENOSPC_GROWTH to 0 once
-		 * it is fixed. */
-		struct sfs_stat st;
-
-		CHECK_EQ(sfs_file_stat(fs, f->fd, &st), 0);
-		if (st.size > f->size) {
-			if (st.size > off)
-				FAIL("%s: a failed write grew the file into its own range", f->name);
-			printf("known bug 2: failed write of %zu at %" PRIu64 " grew %s from %zu to %"
-			       PRIu64 "\n", len, off, f->name, f->size, st.size);
-			memset(f->d + f->size, 0, st.size - f->size);
-			f->size = st.size;
-		}
-#endif
 		if (mode == 1 && sfs_file_seek(fs, f->fd, 0, SEEK_CUR) != (int64_t)f->pos)
 			FAIL("%s: a failed write moved the position", f->name);
 		return;                          /* nothing changed: verify() will tell */
