@@ -2,8 +2,9 @@
  * free space stores exactly what fits and returns that partial count, the
  * next write fails with -ENOSPC, unaligned writes fill to the last byte of
  * the last block, nothing is corrupted (fsck clean, the other file intact,
- * the partial file's bytes exact after remount), and the space is usable
- * again after a remove.
+ * the partial file's bytes exact after remount), a write that fails with
+ * -ENOSPC changes nothing (not even with uncommitted frees about: H2 bug 2),
+ * and the space is usable again after a remove.
  *
  * It must never accept "some error" where the contract names one.
  */
