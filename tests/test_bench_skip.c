@@ -1,6 +1,7 @@
 /* Description: an engine that cannot run here is reported as skipped with
  * its reason, never crashed on: io_uring blocked by a seccomp filter (as in
- * Docker), a NOP job on an engine without NOP, a missing directory; and the
+ * Docker), a NOP job on an engine without NOP, a missing directory, the ur
+ * engine without its server; and the
  * bench program itself prints "skipped: <reason>" and exits 0 for them.
  */
 #include <errno.h>
@@ -64,12 +65,31 @@ int main(void)
 	snprintf(job.dir, sizeof(job.dir), "no/such/dir");
 	expect_skip(&job, "psync in a missing directory", "No such file or directory");
 
+	/* the engine's server cannot be found */
+	const char *srv = getenv("UR_SERVER");
+	char saved[4096] = "";
+	if (srv)
+		snprintf(saved, sizeof(saved), "%s", srv);
+	setenv("UR_SERVER", "/nonexistent/simplefs_server", 1);
+	bench_job_defaults(&job);
+	job.size = 1u << 20;
+	job.repeat = 1;
+	job.qd = 8;
+	if (bench_parse_engine("ur", &job, err, sizeof(err)) < 0)
+		FAIL("%s", err);
+	expect_skip(&job, "ur without its server", "not found");
+	if (saved[0])
+		setenv("UR_SERVER", saved, 1);
+	else
+		unsetenv("UR_SERVER");
+
 	if (bench_parse_engine("nonesuch", &job, err, sizeof(err)) != -EINVAL)
 		FAIL("unknown engine accepted");
 	if (bench_parse_engine("io_uring:bogus", &job, err, sizeof(err)) != -EINVAL)
 		FAIL("unknown engine option accepted");
 
 	/* io_uring refused by the kernel, in a child so the filter stays there */
+	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
 		if (block_io_uring() < 0) {
