@@ -8,7 +8,7 @@
  * process has mounted.
  *
  * Exit codes: 0 success, 1 error, 2 usage error; fsck uses e2fsck's codes
- * (0 clean, 1 errors fixed, 4 errors left, 8 operational error).
+ * (0 clean, 1 errors fixed, 4 errors left, 8 operational error, 16 usage).
  */
 #include <sfs.h>
 
@@ -115,8 +115,8 @@ static int next_opt(int argc, char **argv, const char *shortopts,
  * Helpers
  * ------------------------------------------------------------------------- */
 
-/* "512", "64K", "1.5G"? No: integers with an optional binary suffix K/M/G/T
- * (KiB..TiB), optionally followed by "iB" or "B". Returns 0 or -EINVAL/-ERANGE. */
+/* An integer with an optional binary suffix K/M/G/T (KiB..TiB), which may be
+ * followed by "iB" or "B": "512", "64K", "1GiB". Returns 0 or -EINVAL/-ERANGE. */
 static int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
