@@ -35,6 +35,7 @@ struct urfs_srec {
 struct urfs__priv {
 	struct urfs_pend *pend;
 	uint32_t npend, free_head, inflight;
+	int held;               /* submit left SQEs behind (no staging room) */
 	/* staging: a circular arena with out-of-order frees */
 	uint64_t st_base, st_size, st_head, st_tail;
 	struct urfs_srec *recs;

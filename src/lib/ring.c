@@ -680,6 +680,9 @@ UR_EXPORT int urfs_submit(struct urfs_ring *ring)
 		sq->sqe_head = sq->sqe_tail;
 	}
 	uint32_t n = sq->sqe_head - start;
+	/* SQEs held back for want of staging space go out from the wait calls
+	 * as space frees up, so a waiter never waits on its own queue. */
+	ring->priv->held = sq->sqe_head != sq->sqe_tail;
 	if (!n)
 		return 0;
 	ur_store_release(sq->ktail, sq->sqe_head);
@@ -802,6 +805,8 @@ static int wait_ready(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
 		}
 		if (!(i & 31)) {
 			uint64_t t = now_ns();
+			if (P->held && urfs_submit(ring) < 0)
+				return -EPIPE;
 			if (t >= spin_end || (deadline && t >= deadline))
 				break;
 			/* The server runs on this very CPU: spinning only delays it. */
@@ -828,6 +833,8 @@ static int wait_ready(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
 			ur_fetch_and(cq->kflags, ~UR_CQ_NEED_WAKEUP);
 			return 0;
 		}
+		if (P->held && urfs_submit(ring) < 0)
+			return -EPIPE;
 		kick_if_needed(ring);
 		struct pollfd pf[2] = {
 			{ .fd = ring->cq_fd, .events = POLLIN },
