@@ -467,6 +467,10 @@ static void scenario(void)
 	s_verify(D);
 	s_write(D, 5000, 3000, 2, 3000);            /* in place only, then fsync */
 	s_fsync(D);
+	s_truncate(D, 60000);                       /* a size change only, then fsync */
+	s_fsync(D);
+	s_truncate(D, 41000);                       /* down inside the last block */
+	s_fsync(D);
 	s_write(A, 10, 20, 4, 20);
 	s_sync();
 
