@@ -110,18 +110,16 @@ static int ofile_put(struct sfs *fs, struct sfs_ofile *of)
 	return r;
 }
 
-static int handle_alloc(struct sfs *fs, struct sfs_ofile *of, unsigned flags)
+/* Find (growing the table if needed) a free handle slot; -EMFILE at the cap.
+ * Under the exclusive lock the slot stays free until taken. */
+static int handle_find(struct sfs *fs)
 {
 	for (;;) {
-		for (uint32_t i = fs->handle_hint; i < fs->nhandles; i++) {
+		for (uint32_t i = fs->handle_hint; i < fs->nhandles; i++)
 			if (!fs->handles[i].of) {
-				fs->handles[i].of = of;
-				fs->handles[i].flags = flags;
-				atomic_store(&fs->handles[i].pos, 0);
-				fs->handle_hint = i + 1;
+				fs->handle_hint = i;
 				return (int)i;
 			}
-		}
 		if (fs->nhandles >= MAX_HANDLES)
 			return -EMFILE;
 		uint32_t n = fs->nhandles ? fs->nhandles * 2 : 64;
@@ -135,6 +133,14 @@ static int handle_alloc(struct sfs *fs, struct sfs_ofile *of, unsigned flags)
 		fs->handles = h;
 		fs->nhandles = n;
 	}
+}
+
+static void handle_take(struct sfs *fs, int i, struct sfs_ofile *of, unsigned flags)
+{
+	fs->handles[i].of = of;
+	fs->handles[i].flags = flags;
+	atomic_store(&fs->handles[i].pos, 0);
+	fs->handle_hint = (uint32_t)i + 1;
 }
 
 static struct sfs_handle *get_handle(struct sfs *fs, int fd)
@@ -713,6 +719,12 @@ SFS_EXPORT int sfs_file_open(struct sfs *fs, const char *name, unsigned flags)
 		r = -EIO;
 		goto out;
 	}
+	/* A free handle first, so a failed open creates nothing. */
+	int fd = handle_find(fs);
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
 	int s = sfs_lookup(fs, name);
 	if (s >= 0) {
 		if ((flags & SFS_O_CREAT) && (flags & SFS_O_EXCL)) {
@@ -761,12 +773,7 @@ SFS_EXPORT int sfs_file_open(struct sfs *fs, const char *name, unsigned flags)
 	struct sfs_ofile *of;
 	if ((r = ofile_get(fs, (uint32_t)s, &of)))
 		goto out;
-	int fd = handle_alloc(fs, of, flags);
-	if (fd < 0) {
-		ofile_put(fs, of);
-		r = fd;
-		goto out;
-	}
+	handle_take(fs, fd, of, flags);
 	if ((flags & SFS_O_TRUNC) && fs->dir[s].size > 0 && (r = truncate_locked(fs, of, 0))) {
 		fs->handles[fd].of = NULL;
 		ofile_put(fs, of);
