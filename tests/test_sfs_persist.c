@@ -1,7 +1,8 @@
 /* Description: SimpleFS persistence across unmount/mount: 200 files of many
  * sizes (0, block edges, up to 3 MiB) and names (1 to 63 bytes, spaces,
  * UTF-8), then removes, appends, overwrites and truncates over several
- * remount cycles; each cycle compares the directory, sizes, mtimes and every
+ * remount cycles; each cycle compares the directory, sizes, mtimes (kept by
+ * a remount, never going back), inos (stable while a file exists) and every
  * byte with an in-memory model. A name unlinked while open is reused at
  * once and only the new file survives. Also the classic API (mksfs,
  * sfs_open...) on the default image across mksfs(0) remounts.
@@ -33,6 +34,8 @@ struct mfile {
 	size_t size, cap;
 	int live;
 	uint64_t mtime;
+	uint32_t ino;        /* 0: not known yet (slot numbers are stable while a file exists) */
+	int has_ino;
 };
 static struct mfile files[NFILES];
 
@@ -125,7 +128,14 @@ static void verify(struct sfs *fs, int check_mtime)
 		CHECK(st.mtime_ns != 0);
 		if (check_mtime && files[i].mtime && st.mtime_ns != files[i].mtime)
 			FAIL("'%s': mtime changed across remount", st.name);
+		if (!check_mtime && files[i].mtime && st.mtime_ns < files[i].mtime)
+			FAIL("'%s': mtime went backwards", st.name);
 		files[i].mtime = st.mtime_ns;
+		if (files[i].has_ino && st.ino != files[i].ino)
+			FAIL("'%s': ino changed from %u to %u while the file existed", st.name,
+			     files[i].ino, st.ino);
+		files[i].ino = st.ino;
+		files[i].has_ino = 1;
 	}
 	CHECK_EQ(r, 0);
 	CHECK_EQ(seen, live);
@@ -345,6 +355,7 @@ int main(void)
 					f->live = 1;
 					f->size = 0;
 					f->mtime = 0;
+					f->has_ino = 0;
 					mwrite(fs, fd, i, 0, (size_t)(rnd() % 20000));
 					CHECK_EQ(sfs_file_close(fs, fd), 0);
 				}
