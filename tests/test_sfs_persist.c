@@ -291,6 +291,7 @@ static void classic_api(void)
 	CHECK_EQ(r, 0);
 	CHECK_EQ(n, 2);
 	CHECK_EQ(found, 2);
+	CHECK_EQ(sfs_getnextfilename(name), 1);     /* after the end it starts again */
 	CHECK_EQ(sfs_remove("second"), 0);
 	CHECK_EQ(sfs_unmountdefault(), 0);
 
