@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
@@ -302,6 +303,18 @@ static void classic_api(void)
 
 	CHECK_EQ(mksfs(1), 0);       /* formats anew: nothing left */
 	CHECK_EQ(sfs_getfilesize("hello"), -ENOENT);
+	CHECK_EQ(sfs_unmountdefault(), 0);
+
+	setenv(SFS_IMAGE_ENV, "absent.sfs", 1);
+	CHECK(access("absent.sfs", F_OK) != 0);
+	CHECK_EQ(mksfs(0), 0);       /* no image yet: one is made, default size */
+	{
+		struct stat sb;
+
+		CHECK(stat("absent.sfs", &sb) == 0);
+		CHECK_EQ(sb.st_size, SFS_DEFAULT_SIZE);
+	}
+	CHECK_EQ(sfs_getnextfilename(name), 0);
 	CHECK_EQ(sfs_unmountdefault(), 0);
 	unsetenv(SFS_IMAGE_ENV);
 }
