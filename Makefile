@@ -82,7 +82,7 @@ $(LIBSFS): $(SFS_OBJ)
 $(LIBUR): $(LIB_OBJ) $(wildcard src/lib/libur_fs.map)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(SONAME) \
 	  $(if $(wildcard src/lib/libur_fs.map),-Wl$(comma)--version-script=src/lib/libur_fs.map) \
-	  $(LDFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS_BASE)
+	  $(LDFLAGS) -o $@ $(LIB_OBJ) -luring $(LDLIBS_BASE)
 	ln -sf libur_fs.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf $(SONAME) $(O)/libur_fs.so
 

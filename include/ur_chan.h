@@ -1,0 +1,127 @@
+/*
+ * ur_chan.h - channels: positional page I/O for database engines, over the
+ * kernel's io_uring (URCH_IO_URING, host files), this project's engine
+ * (URCH_UR, files inside a SimpleFS image) or pread/pwrite (URCH_PSYNC, host
+ * files). Part of libur_fs.so; docs/CHANNEL.md explains the semantics.
+ *
+ * Every call returns >= 0 on success or a negative errno value; nothing here
+ * prints. A channel is used by one thread at a time (channels on one SimpleFS
+ * image share one ring and one server; the library serializes them).
+ * Must never: report a batch op as done when it was not, or stop a batch at
+ * its first error.
+ */
+#ifndef UR_CHAN_H
+#define UR_CHAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Engines. */
+enum urch_engine {
+	URCH_PSYNC = 0,     /* pread/pwrite on a host file */
+	URCH_IO_URING = 1,  /* the kernel's io_uring (liburing) on a host file */
+	URCH_UR = 2,        /* libur_fs rings to simplefs_server; a file inside an image */
+};
+
+/* urch_open flags. */
+#define URCH_CREATE  0x01u  /* create the file if missing */
+#define URCH_TRUNC   0x02u  /* truncate to 0 at open */
+#define URCH_RDONLY  0x04u  /* read only (writes fail with -EBADF) */
+#define URCH_DIRECT  0x08u  /* O_DIRECT (UR: the image is opened O_DIRECT); buffers,
+			       positions and lengths must be aligned: urch_alloc_buf */
+#define URCH_DSYNC   0x10u  /* O_DSYNC (UR: an FSYNC after each write call) */
+
+/* Optional settings (NULL or zeroed = defaults). */
+struct urch_opts {
+	const char *image;        /* URCH_UR: the image ($SFS_IMAGE, else disk.sfs) */
+	unsigned ring_entries;    /* ring size (default 256); bigger batches stream */
+	size_t   reg_area;        /* URCH_UR: bytes for registered buffers in the shared
+				     region, fixed when the image's ring starts (default 16 MiB) */
+	size_t   staging;         /* URCH_UR: staging bytes (default 8 MiB) */
+};
+
+/* One op of a batch. result: bytes moved (== len when it succeeded) or -errno. */
+struct urch_op {
+	uint64_t pos;
+	void    *buf;
+	size_t   len;
+	int64_t  result;
+};
+
+struct urch;
+
+/* Errors from urch_open: -ENOSYS / -EPERM: the engine cannot run here (io_uring
+ * absent or blocked); -EINVAL: bad engine/flags, or for URCH_UR a name that is
+ * not a SimpleFS name (1..63 bytes, no '/'); -EBUSY: the image is in use by
+ * another process; the file's own errors (-ENOENT ...). */
+int urch_open(const char *path, unsigned flags, int engine, struct urch **ch);
+int urch_open_opts(const char *path, unsigned flags, int engine,
+		   const struct urch_opts *opts, struct urch **ch);
+/* Releases the channel's locks, unregisters its buffers, frees it. */
+int urch_close(struct urch *ch);
+
+int urch_engine(const struct urch *ch);
+/* The host fd (PSYNC, IO_URING) or the server's file handle (UR). */
+int urch_fd(const struct urch *ch);
+const char *urch_engine_name(int engine);
+
+/* Aligned (4 KiB) memory, suitable for O_DIRECT. */
+int  urch_alloc_buf(struct urch *ch, size_t len, void **buf);
+void urch_free_buf(struct urch *ch, void *buf);
+
+/* Positional I/O. read: bytes (0 at end of file, may be short); write: bytes. */
+int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos);
+int64_t urch_write(struct urch *ch, const void *buf, size_t len, uint64_t pos);
+/* Loop on short transfers: len, or -errno; a read meeting end of file before
+ * len bytes returns -ENODATA (the bytes before it are in buf). */
+int64_t urch_read_fully(struct urch *ch, void *buf, size_t len, uint64_t pos);
+int64_t urch_write_fully(struct urch *ch, const void *buf, size_t len, uint64_t pos);
+
+/* Batches: every op is attempted (any number: a batch larger than the ring
+ * streams through it), short transfers are resubmitted, each op gets its own
+ * result (len, or -errno; -ENODATA for a read meeting end of file; -EINVAL for
+ * a position above INT64_MAX; -EFAULT for a NULL buffer). Returns the number of
+ * ops that failed, or a negative errno if the call itself could not run (then
+ * every op not completed carries that error too). One call submits and collects. */
+int urch_batch_read_fully(struct urch *ch, struct urch_op *ops, size_t n);
+int urch_batch_write_fully(struct urch *ch, struct urch_op *ops, size_t n);
+
+/* Registered (fixed) buffers: the channel allocates nr buffers of len bytes
+ * (4 KiB aligned) and registers them with the engine (io_uring fixed buffers;
+ * UR: memory inside the shared region, zero copy). Any op whose buffer lies
+ * inside one of them goes as a fixed op. PSYNC: plain aligned memory.
+ * -EBUSY if buffers are registered already (UR: per image). */
+int urch_register_buffers(struct urch *ch, size_t len, unsigned nr, void **bufs);
+int urch_unregister_buffers(struct urch *ch);
+
+int64_t urch_size(struct urch *ch);
+int urch_truncate(struct urch *ch, uint64_t size);
+/* metadata 0: fdatasync; 1: fsync (UR: the FSYNC op, which commits everything). */
+int urch_force(struct urch *ch, int metadata);
+
+/* Byte-range locks; len 0 = to the end of the file (and beyond). Host files:
+ * OFD locks (processes and channels contend). UR: among the channels of this
+ * process only (see docs/CHANNEL.md). try_lock: -EAGAIN when held elsewhere. */
+int urch_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared);
+int urch_try_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared);
+int urch_unlock(struct urch *ch, uint64_t pos, uint64_t len);
+
+/* Copy up to count bytes from src at src_pos to dst at dst_pos, stopping at
+ * src's end of file: the bytes copied (0 for an empty range or src_pos past
+ * the end), or -errno. copy_file_range when both are host files. */
+int64_t urch_transfer_to(struct urch *src, uint64_t src_pos, uint64_t count,
+			 struct urch *dst, uint64_t dst_pos);
+int64_t urch_transfer_from(struct urch *dst, uint64_t dst_pos, struct urch *src,
+			   uint64_t src_pos, uint64_t count);
+
+/* Unique op ids come from one process-wide atomic counter; the next one. */
+uint64_t urch_next_op_id(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UR_CHAN_H */
