@@ -4,6 +4,8 @@
  * the server stays alive, uses (almost) no CPU, and exits as soon as the
  * client goes away. */
 #include <errno.h>
+#include <sched.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,7 +147,50 @@ int main(void)
 	wait_state(&r, UR_STATE_BROKEN);
 	check_idle_and_exit(&r);
 
-	/* 4. SQ head (server-owned) scribbled: the server ignores it */
+	/* 4. The CQ's owner_cpu hint pinned to the server's own CPU (a stale or
+	 * lying hint): the server may yield, but it must still go to sleep and
+	 * notice the client leaving; queue_exit returns promptly. */
+	init(&r, 0);
+	{
+		struct ur_ring_ctl *cqc = (struct ur_ring_ctl *)(r.region + 512);
+		sqe = urfs_get_sqe(&r);
+		urfs_prep_nop(sqe);
+		if (urfs_submit_and_wait(&r, 1) != 1)
+			FAIL("nop");
+		sleep_ms(5);
+		/* pin the server to CPU 0 and claim CPU 0 in the client's hint:
+		 * the server always sees "the client spins on my CPU" */
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(0, &set);
+		if (sched_setaffinity(r.server_pid, sizeof(set), &set) < 0)
+			FAIL("sched_setaffinity: %s", strerror(errno));
+		sleep_ms(20);
+		/* wake the server (it spins after serving), then lie */
+		sqe = urfs_get_sqe(&r);
+		urfs_prep_nop(sqe);
+		urfs_submit(&r);
+		ur_store_relaxed(&cqc->owner_cpu, 1);
+		sleep_ms(20);
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int pid = r.server_pid;
+		/* bypass the library's own clearing of the hint: leave as a killed
+		 * client would, by closing the liveness socket */
+		close(r.live_fd);
+		int st;
+		if (waitpid(pid, &st, 0) != pid)
+			FAIL("waitpid");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (secs > 3)
+			FAIL("server took %.1f s to leave with a pinned owner_cpu hint", secs);
+		r.server_pid = 0;
+		r.live_fd = open("/dev/null", O_RDONLY);
+		urfs_queue_exit(&r);
+	}
+
+	/* 5. SQ head (server-owned) scribbled: the server ignores it */
 	init(&r, 0);
 	*r.sq.khead = 0xdead0000u;
 	for (int i = 0; i < 4; i++) {

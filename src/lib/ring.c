@@ -780,8 +780,19 @@ static int check_live(struct urfs_ring *ring, short revents)
 	return ring->dead;
 }
 
-/* Wait until nr CQEs are ready; deadline 0: none. 0, -ETIME or -EPIPE. */
+static int wait_ready_spin_sleep(struct urfs_ring *ring, unsigned nr, uint64_t deadline);
+
+/* Wait until nr CQEs are ready; deadline 0: none. 0, -ETIME or -EPIPE.
+ * The CQ's owner_cpu hint says where the client spins only while it does. */
 static int wait_ready(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
+{
+	int r = wait_ready_spin_sleep(ring, nr, deadline);
+	if (ur_load_relaxed(ring->cq.kcpu))
+		ur_store_relaxed(ring->cq.kcpu, 0);
+	return r;
+}
+
+static int wait_ready_spin_sleep(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
 {
 	struct urfs_cq *cq = &ring->cq;
 	struct urfs__priv *P = ring->priv;
