@@ -22,6 +22,7 @@
 #define UR_IOV_MAX      1024u            /* iovecs per READV/WRITEV */
 #define UR_MAX_BUFS     4096u            /* registered buffers */
 #define UR_NAME_MAX     63u              /* = SFS_NAME_MAX */
+#define UR_MAX_IDLE_US  100000u          /* idle_us is clamped to this (0.1 s) */
 
 /* ---------------------------------------------------------------------------
  * Region header (offset 0). Written by the client before the server starts;

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 		case 'u': {
 			char *end;
 			idle_us = strtol(optarg, &end, 10);
-			if (*end || idle_us < 0 || idle_us > 10000000) {
+			if (*end || idle_us < 0 || idle_us > (long)UR_MAX_IDLE_US) {
 				fprintf(stderr, "simplefs_server: --idle-us: bad value '%s'\n", optarg);
 				return 2;
 			}
@@ -182,7 +182,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (idle_us >= 0)
-		s.idle_ns = (uint64_t)idle_us * 1000u;
+		s.idle_ns = (uint64_t)(idle_us < UR_MAX_IDLE_US ? idle_us : UR_MAX_IDLE_US) * 1000u;
 	s.efd_sq = UR_FD_SQ_DOORBELL;
 	s.efd_cq = UR_FD_CQ_DOORBELL;
 	s.live = live;

@@ -103,7 +103,9 @@ int ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *er
 	s->sq_head = ur_load_acquire(&s->sq->head);
 	s->cq_tail = ur_load_acquire(&s->cq->tail);
 	s->cq_published = s->cq_tail;
-	s->idle_ns = (uint64_t)g.idle_us * 1000u;
+	/* Clamped: a client must not keep the server spinning for long after
+	 * it is gone (the server sees its client leave only when it sleeps). */
+	s->idle_ns = (uint64_t)(g.idle_us < UR_MAX_IDLE_US ? g.idle_us : UR_MAX_IDLE_US) * 1000u;
 	return 0;
 }
 
