@@ -12,7 +12,9 @@
  * serves the ring through shared memory (include/ur_abi.h, docs/ABI.md).
  *
  * Every call returns >= 0 on success or a negative errno value; nothing here
- * prints. A ring is used by one thread at a time. Buffers of ordinary
+ * prints. A ring is used by one thread at a time, and by the process that
+ * created it (a forked child must not use it; it keeps the server alive for
+ * as long as it holds the inherited descriptors). Buffers of ordinary
  * (non-fixed) reads and writes, and READV iovec arrays, must stay valid until
  * their CQE has been returned by a peek/wait call; names and write data are
  * copied at submit time.
@@ -116,6 +118,9 @@ void urfs_queue_exit(struct urfs_ring *ring);
 /* ---------------------------------------------------------------------------
  * Submission and completion
  * ------------------------------------------------------------------------- */
+/* Hand the prepared SQEs to the server: the number handed over. Fewer (even
+ * 0) when the staging area for ordinary buffers is full: the rest stay
+ * queued and go out with the next submit or while a wait call waits. */
 int  urfs_submit(struct urfs_ring *ring);
 int  urfs_submit_and_wait(struct urfs_ring *ring, unsigned wait_nr);
 int  urfs_wait_cqe(struct urfs_ring *ring, struct urfs_cqe **cqe_ptr);
