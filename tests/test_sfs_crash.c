@@ -16,8 +16,8 @@
  * sync survives or not at random (reordered, torn writes), a seed per n.
  * Pass 3 runs a second scenario (multi-MiB writes, truncates and an unlink
  * of an open file) with the journal capped to 4 blocks, so operations split
- * into several transactions, at every cut point (at most 100, spread over
- * all its writes), then at 50 of them on the reordering device. Pass 4 cuts the power again during the recovery (replay,
+ * into several transactions, at every cut point (at most 60, spread over
+ * all its writes), then at 30 of them on the reordering device. Pass 4 cuts the power again during the recovery (replay,
  * orphan freeing) of every 5th crash of pass 1, at each of its writes.
  *
  * It must never trust the library for what is expected: the model is memory. */
@@ -850,17 +850,17 @@ int main(void)
 		if (check_after_crash() < 0)
 			FAIL("split scenario, no cut: %s", why);
 		sfs_dev_free(dev);
-		f3 = pass(w, 1, 100);
+		f3 = pass(w, 1, 60);
 		nfail += f3;
 		printf("pass 3 (journal capped to 4 blocks, 8 MiB image): %d of %" PRIu64
-		       " cut points (of %" PRIu64 ") failed\n", f3, w < 100 ? w : 100, w);
+		       " cut points (of %" PRIu64 ") failed\n", f3, w < 60 ? w : 60, w);
 		reorder = 1;
-		f3 = pass(w, 1, 50);
+		f3 = pass(w, 1, 30);
 		nfail += f3;
 		reorder = 0;
 		sfs_debug_jcap = 0;
 		printf("pass 3 on the reordering device: %d of %" PRIu64 " crashes failed\n", f3,
-		       w < 50 ? w : 50);
+		       w < 30 ? w : 30);
 	} else {
 		printf("pass 3 skipped: this libsfs has no sfs_debug_jcap knob\n");
 	}
