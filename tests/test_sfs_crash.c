@@ -17,10 +17,12 @@
  * Pass 3 runs a second scenario (multi-MiB writes, truncates and an unlink
  * of an open file) with the journal capped to 4 blocks, so operations split
  * into several transactions, at every cut point (at most 60, spread over
- * all its writes), then at 30 of them on the reordering device. Pass 4 cuts the power again during the recovery (replay,
- * orphan freeing) of every 5th crash of pass 1, at each of its writes.
+ * all its writes), then at 30 of them on the reordering device. Pass 4 cuts
+ * the power again during the recovery (replay, orphan freeing) of every 5th
+ * crash of pass 1, at each of its writes.
  *
- * It must never trust the library for what is expected: the model is memory. */
+ * It must never trust the library for what is expected: the model is memory.
+ */
 #include <sfs.h>
 
 #include <errno.h>
