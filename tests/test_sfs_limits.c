@@ -164,6 +164,13 @@ static void handles(struct sfs *fs)
 		CHECK_EQ(r, -EMFILE);
 		if (n < 65000)
 			FAIL("only %d handles before -EMFILE", n);
+		{
+			struct sfs_stat st;
+
+			/* a create that cannot get a handle creates nothing */
+			CHECK_EQ(sfs_file_open(fs, "no-handle", SFS_O_CREAT), -EMFILE);
+			CHECK_EQ(sfs_stat(fs, "no-handle", &st), -ENOENT);
+		}
 		CHECK_EQ(sfs_file_close(fs, h[n / 2]), 0);
 		h[n / 2] = sfs_file_open(fs, "h", 0);
 		CHECK(h[n / 2] >= 0);
