@@ -860,19 +860,29 @@ SFS_EXPORT int sfs_file_fsync(struct sfs *fs, int fd)
 {
 	if (!fs)
 		return -EINVAL;
-	wrlock(fs);
+	/* Nothing structural pending: the data is in place and one sync makes
+	 * it durable; do it under the shared lock so other I/O goes on. An mtime
+	 * set by in-place writes waits for the next commit (as fdatasync). */
+	rdlock(fs);
 	int r;
+	if (!get_handle(fs, fd))
+		r = -EBADF;
+	else if (fs->rdonly)
+		r = 0;
+	else if (fs->failed)
+		r = -EIO;
+	else if (fs->ndirty == 0)
+		r = fs->dev->sync(fs->dev);
+	else
+		r = 1;
+	unlock(fs);
+	if (r <= 0)
+		return r;
+	wrlock(fs);
 	if (!get_handle(fs, fd)) {
 		r = -EBADF;
-	} else if (fs->rdonly) {
-		r = 0;
 	} else if (fs->failed) {
 		r = -EIO;
-	} else if (fs->ndirty == 0) {
-		/* No structural change pending: the data is in place, one sync
-		 * makes it durable. An mtime set by in-place writes waits for the
-		 * next commit (as fdatasync). */
-		r = fs->dev->sync(fs->dev);
 	} else {
 		uint64_t seq = fs->seq;
 		r = sfs_commit(fs);
