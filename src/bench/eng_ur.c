@@ -104,17 +104,43 @@ static int urb_prepare(struct bench_td *td)
 
 	if (job->rw == BENCH_RW_NOP)
 		return 0;
+	/* A read-only look first: a read-only server writes nothing and needs no
+	 * sync when it unmounts. */
+	buf = aligned_alloc(4096, chunk);
+	if (!buf)
+		return -ENOMEM;
+	fill_params(td, &p, URFS_SETUP_RDONLY);
+	p.flags &= ~URFS_SETUP_DIRECT;
+	p.staging_size = 4u << 20;
+	if (urfs_queue_init_params(8, &ring, &p) == 0) {
+		int good = 0;
+		fd = ur_open_file(&ring, td->fname, URFS_O_RDONLY);
+		struct urfs_sqe *sq = fd >= 0 ? urfs_get_sqe(&ring) : NULL;
+		if (sq) {
+			urfs_prep_statx(sq, fd, NULL, &stx);
+			good = sync_op(&ring, sq) == 0 && stx.size == job->size && job->size >= 4096;
+		}
+		uint64_t offs[3] = { 0, (job->size / 2) & ~4095ull, (job->size - 4096) & ~4095ull };
+		for (int i = 0; i < 3 && good; i++)
+			good = ur_rw(&ring, 0, fd, buf, 4096, offs[i]) == 4096 &&
+			       bench_stamp_check(buf, 4096, offs[i], job->seed, NULL) == 0;
+		if (fd >= 0)
+			ur_close_file(&ring, fd);
+		fd = -1;
+		urfs_queue_exit(&ring);
+		if (good) {
+			free(buf);
+			return 0;
+		}
+	}
 	fill_params(td, &p, URFS_SETUP_CREATE);
 	p.flags &= ~URFS_SETUP_DIRECT;
 	p.staging_size = 4u << 20;
 	e = urfs_queue_init_params(8, &ring, &p);
-	if (e < 0)
+	if (e < 0) {
+		free(buf);
 		return bench_set_reason(td, e, "ur: start server on %s: %s", td->image,
 					p.errmsg[0] ? p.errmsg : strerror(-e));
-	buf = aligned_alloc(4096, chunk);
-	if (!buf) {
-		e = -ENOMEM;
-		goto out;
 	}
 	fd = ur_open_file(&ring, td->fname, URFS_O_CREAT);
 	if (fd < 0) {
@@ -206,7 +232,9 @@ static int urb_setup(struct bench_td *td)
 		urb_cleanup(td);
 		return -ENOMEM;
 	}
-	fill_params(td, &p, job->rw == BENCH_RW_NOP ? URFS_SETUP_NOIMAGE : 0);
+	/* NOP needs no image; a read job mounts read-only (nothing to sync at exit) */
+	fill_params(td, &p, job->rw == BENCH_RW_NOP ? URFS_SETUP_NOIMAGE :
+			    job->rw == BENCH_RW_READ ? URFS_SETUP_RDONLY : 0);
 	int e = urfs_queue_init_params(td->nios < 2 ? 2 : td->nios, &u->ring, &p);
 	if (e < 0) {
 		urb_cleanup(td);
@@ -217,7 +245,8 @@ static int urb_setup(struct bench_td *td)
 	u->ring_ok = 1;
 	td->helper_pid = p.server_pid;
 	if (job->rw != BENCH_RW_NOP) {
-		u->fd = ur_open_file(&u->ring, td->fname, 0);
+		u->fd = ur_open_file(&u->ring, td->fname,
+				     job->rw == BENCH_RW_READ ? URFS_O_RDONLY : 0);
 		if (u->fd < 0) {
 			e = u->fd;
 			urb_cleanup(td);
