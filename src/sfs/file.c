@@ -120,6 +120,11 @@ static int handle_find(struct sfs *fs)
 				fs->handle_hint = i;
 				return (int)i;
 			}
+		if (fs->handle_hint > 0) {
+			/* The hint is only a lower bound: look below it once. */
+			fs->handle_hint = 0;
+			continue;
+		}
 		if (fs->nhandles >= MAX_HANDLES)
 			return -EMFILE;
 		uint32_t n = fs->nhandles ? fs->nhandles * 2 : 64;
