@@ -39,6 +39,7 @@ struct dbopt {
 	uint64_t size;             /* the page file */
 	uint64_t seed;
 	int quick;
+	int image_default;         /* O.image is DIR/db.sfs, bench's own */
 	int want[NENG];            /* io_uring, ur, psync */
 	unsigned oltp_ops, oltp_force, oltp_group;
 	FILE *csv;
@@ -161,8 +162,10 @@ static int prepare_image(char *why, size_t n)
 {
 	struct stat st;
 	int r;
-	if (stat(O.image, &st) < 0) {
-		r = sfs_format(O.image, O.size + (256ull << 20), 0);
+	uint64_t need = O.size + (256ull << 20);
+	/* bench's own default image is remade when too small; a given one never */
+	if (stat(O.image, &st) < 0 || (O.image_default && (uint64_t)st.st_size < need)) {
+		r = sfs_format(O.image, need, 0);
 		if (r < 0) {
 			snprintf(why, n, "format %.100s: %s", O.image, strerror(-r));
 			return r;
@@ -666,8 +669,10 @@ int bench_db_main(int argc, char **argv)
 			prog);
 		return 2;
 	}
-	if (!O.image[0])
+	if (!O.image[0]) {
 		snprintf(O.image, sizeof(O.image), "%s/db.sfs", O.dir);
+		O.image_default = 1;
+	}
 	snprintf(path, sizeof(path), "%s/dbfile", O.dir);
 	if (csv && !(O.csv = fopen(csv, "w"))) {
 		fprintf(stderr, "%s: %s: %s\n", prog, csv, strerror(errno));
@@ -692,7 +697,13 @@ int bench_db_main(int argc, char **argv)
 		fprintf(stderr, "%s: open %s O_DIRECT: %s\n", prog, path, strerror(errno));
 		return 1;
 	}
+	/* the fill's dirty pages must not be written back during the timing */
+	if (fsync(host_fd) < 0) {
+		fprintf(stderr, "%s: fsync %s: %s\n", prog, path, strerror(errno));
+		return 1;
+	}
 	open_engines(path);
+	sync();
 	printf("## bench db: 8 KiB pages, O_DIRECT, %u iterations (median), page file %llu MiB\n\n",
 	       O.iters, (unsigned long long)(O.size >> 20));
 	bench_setup_info(stdout, O.dir);
