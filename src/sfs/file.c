@@ -694,8 +694,9 @@ static int truncate_locked(struct sfs *fs, struct sfs_ofile *of, uint64_t size)
 	if (size > MAX_FILE_SIZE)
 		return -EFBIG;
 	int r;
-	if (size < e->size &&
-	    (r = chain_shrink(fs, of, (uint32_t)div_up(size, BS))))
+	uint64_t keep = div_up(size, BS);   /* may be 2^32: compare before narrowing */
+	if (size < e->size && keep < e->nblocks &&
+	    (r = chain_shrink(fs, of, (uint32_t)keep)))
 		return r;
 	if ((r = sfs_txn_reserve(fs, 1)))
 		return r;
