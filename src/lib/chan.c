@@ -378,8 +378,13 @@ static int run_batch(struct urch *ch, int write, struct urch_op *ops, size_t n)
 			}
 			b.inflight++;
 		}
-		if (!b.inflight)
+		if (!b.inflight) {
+			if (next < n || b.nredo) {
+				err = -EBUSY;   /* no room and nothing of ours in flight */
+				break;
+			}
 			continue;
+		}
 		int r = ch->eng->submit_wait(ch);
 		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
 			err = r;
