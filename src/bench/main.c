@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "db.h"
 
 #define MAXL 16
 
@@ -49,6 +50,7 @@ static void usage(FILE *f)
 "usage: bench [default] [options]     the default run (about half a minute)\n"
 "       bench run --engine LIST [options]   one job per combination of the lists\n"
 "       bench sweep [--quick] [options]      the library grid (engines x sizes x qd/bs ...)\n"
+"       bench db [--help]                    database page patterns (8 KiB pages, O_DIRECT, channels)\n"
 "\n"
 "Lists are comma separated; every combination runs.\n"
 "  --engine LIST     sfs, ur, psync, io_uring, libaio, posixaio, null;\n"
@@ -721,6 +723,8 @@ int main(int argc, char **argv)
 		argv++;
 		argc--;
 	}
+	if (!strcmp(cmd, "db"))         /* database page patterns: options of its own */
+		return bench_db_main(argc, argv);
 	int opt;
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		int bad = 0;
