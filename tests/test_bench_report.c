@@ -119,6 +119,8 @@ int main(void)
 	}
 	if (lines != 4)
 		FAIL("CSV has %d lines", lines);
+	free(js);
+	free(cs);
 	printf("PASS\n");
 	return 0;
 }
