@@ -238,6 +238,23 @@ int main(void)
 	expect(res[0], 2, "chain w"); expect(res[1], 2, "chain r");
 	if (memcmp(buf2, "QQ", 2)) FAIL("chain data");
 
+	/* a chain may span submissions: the link state carries over */
+	s = sqe_n(0); urfs_prep_read(s, 9999, buf2, 1, 0); SET(s, 0); urfs_sqe_set_flags(s, URFS_IOSQE_IO_LINK);
+	if (urfs_submit(&ring) != 1) FAIL("submit first half");
+	s = sqe_n(1); urfs_prep_write(s, fd, "Z", 1, 5); SET(s, 1);
+	run(2, res);
+	expect(res[0], -EBADF, "span[0]"); expect(res[1], -ECANCELED, "span[1] in the next submit");
+	/* wait with a timeout that a completion beats */
+	{
+		struct timespec ts = { 5, 0 };
+		struct urfs_cqe *c;
+		s = sqe_n(0); urfs_prep_nop(s); SET(s, 77);
+		urfs_submit(&ring);
+		if ((r = urfs_wait_cqe_timeout(&ring, &c, &ts)) < 0 || c->user_data != 77)
+			FAIL("wait_cqe_timeout: %d", r);
+		urfs_cqe_seen(&ring, c);
+	}
+
 	/* --- drain --- */
 	for (unsigned i = 0; i < 4; i++) {
 		s = sqe_n(i); urfs_prep_write(s, fd, "D", 1, 20 + i); SET(s, i);
