@@ -423,7 +423,8 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 	 * end closing (EOF here) says it has. Waiting for that, not only for
 	 * waitpid, also works when the program ignores SIGCHLD. */
 	shutdown(ring->live_fd, SHUT_WR);
-	for (int waited_ms = 0; waited_ms < EXIT_TIMEOUT_MS;) {
+	int waited_ms = 0;
+	while (waited_ms < EXIT_TIMEOUT_MS) {
 		struct pollfd pf = { .fd = ring->live_fd, .events = POLLIN };
 		int r = poll(&pf, 1, 1000);
 		if (r < 0 && errno == EINTR)
@@ -437,6 +438,10 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 			break;
 	}
 	close(ring->live_fd);
+	/* A server that has not finished long after its client left is broken:
+	 * end it rather than hang the client (the journal keeps the image sound). */
+	if (waited_ms >= EXIT_TIMEOUT_MS && ring->server_pid > 0)
+		kill(ring->server_pid, SIGKILL);
 	int st = ring->server_pid > 0 ? reap(ring->server_pid) : -1;
 	close(ring->sq_fd);
 	close(ring->cq_fd);
