@@ -42,6 +42,7 @@ struct dbopt {
 	int image_default;         /* O.image is DIR/db.sfs, bench's own */
 	int want[NENG];            /* io_uring, ur, psync */
 	unsigned oltp_ops, oltp_force, oltp_group;
+	unsigned ring;             /* channel ring entries */
 	FILE *csv;
 };
 
@@ -213,7 +214,7 @@ static void open_engines(const char *path)
 {
 	for (int i = 0; i < NENG; i++) {
 		struct eng *e = &E[i];
-		struct urch_opts o = { .ring_entries = 1024, .image = O.image,
+		struct urch_opts o = { .ring_entries = O.ring, .image = O.image,
 				       .reg_area = (size_t)MAXB * PG + (1u << 20),
 				       .staging = 16u << 20 };
 		int r;
@@ -599,6 +600,7 @@ static void usage(FILE *f)
 "  --size BYTES    page file size (default 512M)\n"
 "  --quick         5 iterations, 128 MiB file, fewer single-op runs\n"
 "  --csv FILE      also write every figure as CSV\n"
+"  --ring N        channel ring entries (default 256)\n"
 "  --seed N        stamp seed (default 1)\n");
 }
 
@@ -615,6 +617,7 @@ int bench_db_main(int argc, char **argv)
 	O.oltp_ops = 1000;
 	O.oltp_force = 100;
 	O.oltp_group = 10;
+	O.ring = 256;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -631,6 +634,9 @@ int bench_db_main(int argc, char **argv)
 		} else if (v && !strcmp(a, "--iters")) {
 			O.iters = (unsigned)strtoul(v, NULL, 10);
 			iters_set = 1;
+			i++;
+		} else if (v && !strcmp(a, "--ring")) {
+			O.ring = (unsigned)strtoul(v, NULL, 10);
 			i++;
 		} else if (v && !strcmp(a, "--seed")) {
 			O.seed = strtoull(v, NULL, 10);
@@ -664,8 +670,8 @@ int bench_db_main(int argc, char **argv)
 			O.size = 128ull << 20;
 		O.oltp_ops = 200;
 	}
-	if (!O.iters || O.size < (uint64_t)MAXB * PG * 2 || O.size % PG) {
-		fprintf(stderr, "%s: --iters must be > 0 and --size a multiple of 8 KiB, at least 64 MiB\n",
+	if (!O.iters || !O.ring || O.ring > 32768 || O.size < (uint64_t)MAXB * PG * 2 || O.size % PG) {
+		fprintf(stderr, "%s: --iters and --ring (<= 32768) must be > 0 and --size a multiple of 8 KiB, at least 64 MiB\n",
 			prog);
 		return 2;
 	}
@@ -713,8 +719,9 @@ int bench_db_main(int argc, char **argv)
 		else if (!E[i].nfixed)
 			printf("engine %s: fixed buffers skipped: %s\n", E[i].name, E[i].fwhy);
 	}
-	printf("engines: io_uring and psync on %s; ur on 'dbfile' in %s (image opened O_DIRECT)\n",
-	       path, O.image);
+	printf("engines: io_uring and psync on %s; ur on 'dbfile' in %s (image opened O_DIRECT);\n"
+	       "channel rings of %u entries; fixed buffers: %u of 8 KiB per channel\n",
+	       path, O.image, O.ring, MAXB);
 
 	static const unsigned wsz[] = { 10, 100, 500, 1000 };
 	static const unsigned rsz[] = { 16, 64, 256, 512, 4096 };
