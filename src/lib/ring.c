@@ -76,12 +76,15 @@ static int st_alloc(struct urfs__priv *P, uint64_t len, uint64_t *off, uint32_t 
 		*rec = NONE;
 		return 0;
 	}
+	/* Whole pages get page-aligned space: with an O_DIRECT image the server
+	 * can then read into it straight from the disk. */
+	uint64_t align = (len & 4095) == 0 ? 4096 : 64;
 	len = align_up(len, 64);
 	if (len > P->st_size)
 		return -ENOBUFS;
 	if (P->rtail - P->rhead > P->rmask)
 		return -EAGAIN;
-	uint64_t pos = P->st_head;
+	uint64_t pos = align_up(P->st_head, align);
 	uint64_t o = pos % P->st_size;
 	if (o + len > P->st_size) {
 		pos += P->st_size - o;
