@@ -393,8 +393,12 @@ static int run_batch(struct urch *ch, int write, struct urch_op *ops, size_t n)
 		ch->eng->reap(ch, batch_done, &b);
 	}
 	if (err) {
-		/* The engine is gone (e.g. the server died): nothing in flight
-		 * will complete. Every op not finished gets the error. */
+		/* Let what is in flight land (the kernel may still write into the
+		 * buffers), as far as the engine still answers; then every op not
+		 * finished gets the error. A dead UR server answers -EPIPE at once. */
+		b.nredo = 0;
+		while (b.inflight && ch->eng->submit_wait(ch) >= 0)
+			ch->eng->reap(ch, batch_done, &b);
 		for (size_t i = 0; i < n; i++) {
 			int pending = i >= next || (ops[i].result >= 0 && (size_t)ops[i].result < ops[i].len);
 			if (pending) {

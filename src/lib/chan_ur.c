@@ -135,6 +135,20 @@ static int sync_sqe(struct urfs_ring *ring)
 	return r;
 }
 
+/* An SQE of the image's ring, or NULL with *err: -EPIPE once the server is
+ * gone (its SQEs are never consumed again), else -EBUSY. */
+static struct urfs_sqe *get_sqe(struct urfs_ring *ring, int *err)
+{
+	if (ring->dead) {
+		*err = -EPIPE;
+		return NULL;
+	}
+	struct urfs_sqe *sqe = urfs_get_sqe(ring);
+	if (!sqe)
+		*err = -EBUSY;
+	return sqe;
+}
+
 static void ur_enter(struct urch *ch)
 {
 	pthread_mutex_lock(&ctx_of(ch)->mu);
@@ -168,12 +182,10 @@ static int cu_open(struct urch *ch, const char *path, const struct urch_opts *o)
 	if (ch->flags & URCH_RDONLY)
 		of |= URFS_O_RDONLY;
 	pthread_mutex_lock(&c->mu);
-	struct urfs_sqe *sqe = urfs_get_sqe(&c->ring);
+	struct urfs_sqe *sqe = get_sqe(&c->ring, &r);
 	if (sqe) {
 		urfs_prep_openat(sqe, path, of);
 		r = sync_sqe(&c->ring);
-	} else {
-		r = -EBUSY;
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (r < 0) {
@@ -227,9 +239,10 @@ static void ur_prep_sqe(struct urch *ch, struct urfs_sqe *sqe, int write, void *
 static int64_t ur_rw1(struct urch *ch, int write, void *buf, size_t len, uint64_t pos)
 {
 	struct urfs_ring *ring = &ctx_of(ch)->ring;
-	struct urfs_sqe *sqe = urfs_get_sqe(ring);
+	int err;
+	struct urfs_sqe *sqe = get_sqe(ring, &err);
 	if (!sqe)
-		return -EBUSY;
+		return err;
 	ur_prep_sqe(ch, sqe, write, buf, len, pos);
 	urfs_sqe_set_data64(sqe, 0);
 	return sync_sqe(ring);
@@ -237,9 +250,10 @@ static int64_t ur_rw1(struct urch *ch, int write, void *buf, size_t len, uint64_
 
 static int ur_prep(struct urch *ch, int write, void *buf, size_t len, uint64_t pos, uint64_t id)
 {
-	struct urfs_sqe *sqe = urfs_get_sqe(&ctx_of(ch)->ring);
+	int err;
+	struct urfs_sqe *sqe = get_sqe(&ctx_of(ch)->ring, &err);
 	if (!sqe)
-		return -EBUSY;
+		return err;
 	ur_prep_sqe(ch, sqe, write, buf, len, pos);
 	urfs_sqe_set_data64(sqe, id);
 	return 0;
@@ -298,9 +312,10 @@ static int64_t ur_size(struct urch *ch)
 {
 	struct urfs_ring *ring = &ctx_of(ch)->ring;
 	struct urfs_statx stx;
-	struct urfs_sqe *sqe = urfs_get_sqe(ring);
+	int err;
+	struct urfs_sqe *sqe = get_sqe(ring, &err);
 	if (!sqe)
-		return -EBUSY;
+		return err;
 	urfs_prep_statx(sqe, ch->fd, NULL, &stx);
 	int r = sync_sqe(ring);
 	return r < 0 ? r : (int64_t)stx.size;
@@ -309,9 +324,10 @@ static int64_t ur_size(struct urch *ch)
 static int ur_truncate(struct urch *ch, uint64_t size)
 {
 	struct urfs_ring *ring = &ctx_of(ch)->ring;
-	struct urfs_sqe *sqe = urfs_get_sqe(ring);
+	int err;
+	struct urfs_sqe *sqe = get_sqe(ring, &err);
 	if (!sqe)
-		return -EBUSY;
+		return err;
 	urfs_prep_ftruncate(sqe, ch->fd, size);
 	return sync_sqe(ring);
 }
@@ -320,9 +336,10 @@ static int ur_force(struct urch *ch, int metadata)
 {
 	(void)metadata;         /* SimpleFS's fsync commits data and metadata */
 	struct urfs_ring *ring = &ctx_of(ch)->ring;
-	struct urfs_sqe *sqe = urfs_get_sqe(ring);
+	int err;
+	struct urfs_sqe *sqe = get_sqe(ring, &err);
 	if (!sqe)
-		return -EBUSY;
+		return err;
 	urfs_prep_fsync(sqe, ch->fd, 0);
 	return sync_sqe(ring);
 }

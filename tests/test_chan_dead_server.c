@@ -1,0 +1,88 @@
+/* Description: a ur channel whose simplefs_server dies (SIGKILL) does not
+ * hang: a batch returns -EPIPE and every op carries an error (none reports
+ * success), single ops and size fail with -EPIPE, close returns; a new channel
+ * on the image then starts a fresh server and sees the data written and
+ * forced before the kill. */
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "test_chan_common.h"
+
+#define PG 4096u
+#define N 64u
+
+/* The pid of our child simplefs_server, or -1. */
+static pid_t find_server(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = -1, me = getpid();
+	while (d && (e = readdir(d))) {
+		char p[64], comm[64] = "", line[512];
+		int pid = atoi(e->d_name), ppid = -1;
+		if (pid <= 0)
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+		FILE *f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f)) {
+			char *rp = strrchr(line, ')');
+			char *lp = strchr(line, '(');
+			if (rp && lp && rp - lp - 1 < (long)sizeof(comm)) {
+				memcpy(comm, lp + 1, (size_t)(rp - lp - 1));
+				comm[rp - lp - 1] = 0;
+				sscanf(rp + 2, "%*c %d", &ppid);
+			}
+		}
+		fclose(f);
+		if (ppid == me && !strncmp(comm, "simplefs_server", 15))
+			found = pid;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int main(void)
+{
+	struct urch *ch;
+	struct urch_op ops[N];
+	static unsigned char buf[N * PG];
+	int r = sfs_format("k.sfs", 32ull << 20, 0);
+	CHECK(r == 0, "format: %s", strerror(-r));
+	struct urch_opts o = { .image = "k.sfs", .ring_entries = 16 };
+	r = urch_open_opts("f", URCH_CREATE, URCH_UR, &o, &ch);
+	CHECK(r == 0, "open: %s", strerror(-r));
+	fillpat(buf, sizeof(buf), 0, 7);
+	CHECK(urch_write_fully(ch, buf, sizeof(buf), 0) == (int64_t)sizeof(buf), "write");
+	CHECK(urch_force(ch, 1) == 0, "force");
+	pid_t srv = find_server();
+	CHECK(srv > 0, "server process not found");
+	CHECK(kill(srv, SIGKILL) == 0, "kill");
+	CHECK(waitpid(srv, NULL, 0) == srv || 1, "reap");
+	for (unsigned i = 0; i < N; i++) {
+		ops[i].pos = (uint64_t)i * PG;
+		ops[i].buf = buf + (size_t)i * PG;
+		ops[i].len = PG;
+		ops[i].result = 0;
+	}
+	r = urch_batch_read_fully(ch, ops, N);
+	CHECK(r == -EPIPE, "batch after the server died: %d", r);
+	for (unsigned i = 0; i < N; i++)
+		CHECK(ops[i].result < 0, "op %u reports %lld after the server died", i,
+		      (long long)ops[i].result);
+	CHECK(urch_read(ch, buf, PG, 0) == -EPIPE, "single read");
+	CHECK(urch_size(ch) == -EPIPE, "size");
+	CHECK(urch_close(ch) == 0, "close");
+
+	r = urch_open_opts("f", 0, URCH_UR, &o, &ch);
+	CHECK(r == 0, "reopen: %s", strerror(-r));
+	memset(buf, 0, sizeof(buf));
+	CHECK(urch_read_fully(ch, buf, sizeof(buf), 0) == (int64_t)sizeof(buf), "read back");
+	for (size_t i = 0; i < sizeof(buf); i++)
+		CHECK(buf[i] == pat(i, 7), "byte %zu after restart", i);
+	urch_close(ch);
+	return 0;
+}
