@@ -251,8 +251,8 @@ static void open_engines(const char *path)
  * Methods: one timed iteration over n pages at pos[] through pbuf[].
  * ------------------------------------------------------------------------- */
 enum { M_LOOP, M_LOOP_DSYNC, M_SINGLE, M_BATCH, M_FIXED };
-static const char *mname[] = { "loop", "loop O_DSYNC", "channel, one at a time",
-			       "channel batch", "channel batch, fixed bufs" };
+static const char *mname[] = { "loop", "loop O_DSYNC", "channel one at a time",
+			       "channel batch", "channel batch + fixed bufs" };
 
 static struct urch_op ops[MAXB];
 
@@ -374,7 +374,7 @@ static void section_rw(int write, const unsigned *sizes, unsigned nsizes)
 		row(write ? "write" : "read", n, write ? "pwrite loop" : "pread loop", base, -1, why);
 		if (write) {
 			double d = measure(M_LOOP_DSYNC, NULL, 1, n, 1, why, sizeof(why));
-			row("write", n, "pwrite loop, O_DSYNC", d, base, why);
+			row("write", n, "pwrite loop O_DSYNC", d, base, why);
 		}
 		for (int i = 0; i < NENG; i++) {
 			struct eng *e = &E[i];
