@@ -34,6 +34,7 @@ static void *wait_lock(void *arg)
 
 static void in_process(const struct cfg *c)
 {
+	printf("%s: in one process\n", c->label);
 	struct urch *a, *b, *ro;
 	int r;
 	CHECK(cfg_open(c, URCH_CREATE, 8, &a) == 0, "%s: open a", c->label);
@@ -70,16 +71,25 @@ static void in_process(const struct cfg *c)
 	CHECK(urch_try_lock(b, 0, 1000, 0) == 0, "%s: b before", c->label);
 	CHECK(urch_unlock(b, 0, 0) == 0, "unlock");
 
-	/* a blocking lock in another thread wakes when a unlocks (a holds 1000..) */
+	/* a blocking lock in another thread wakes when a unlocks (a holds 1000..).
+	 * Valgrind does not know F_OFD_SETLKW blocks and keeps its big lock
+	 * through it, so no other thread runs: left out under valgrind (host). */
 	CHECK(urch_try_lock(a, 0, 10, 0) == 0, "%s: a 0..10", c->label);
-	struct waiter w = { .ch = b };
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, wait_lock, &w) == 0, "thread");
-	msleep(100);
-	CHECK(!w.got, "%s: blocking lock did not wait", c->label);
-	CHECK(urch_unlock(a, 0, 10) == 0, "%s: a unlock", c->label);
-	pthread_join(t, NULL);
-	CHECK(w.got && w.res == 0, "%s: blocking lock: %d", c->label, w.res);
+	const char *pre = getenv("LD_PRELOAD");
+	if (c->engine != URCH_UR && pre && strstr(pre, "vgpreload")) {
+		printf("%s: blocking lock in a thread left out under valgrind\n", c->label);
+		CHECK(urch_unlock(a, 0, 10) == 0 && urch_try_lock(b, 0, 100, 0) == 0, "%s: b", c->label);
+	} else {
+		printf("%s: a blocking lock in a second thread\n", c->label);
+		struct waiter w = { .ch = b };
+		pthread_t t;
+		CHECK(pthread_create(&t, NULL, wait_lock, &w) == 0, "thread");
+		msleep(100);
+		CHECK(!w.got, "%s: blocking lock did not wait", c->label);
+		CHECK(urch_unlock(a, 0, 10) == 0, "%s: a unlock", c->label);
+		pthread_join(t, NULL);
+		CHECK(w.got && w.res == 0, "%s: blocking lock: %d", c->label, w.res);
+	}
 	CHECK(urch_try_lock(a, 5, 1, 1) == -EAGAIN, "%s: b holds now", c->label);
 
 	/* close releases */
@@ -97,6 +107,7 @@ static void in_process(const struct cfg *c)
 /* Two processes, host files. */
 static void two_processes(const struct cfg *c)
 {
+	printf("%s: two processes\n", c->label);
 	int up[2], down[2];
 	char x;
 	CHECK(pipe(up) == 0 && pipe(down) == 0, "pipe");
@@ -155,6 +166,7 @@ static void two_processes(const struct cfg *c)
 int main(void)
 {
 	int ran = 0;
+	setvbuf(stdout, NULL, _IONBF, 0);
 	const char *skipped = NULL;
 	for (unsigned i = 0; i < NCFG; i++) {
 		const struct cfg *c = &cfgs[i];
