@@ -5,7 +5,8 @@
  * round; gaps read as zeros; read returns 0 at EOF; read_fully past EOF is
  * -ENODATA; a batch with bad ops (past EOF, bad position, NULL buffer, crossing
  * EOF, zero length) reports each op and completes the rest; writes on a
- * read-only channel and I/O on a closed fd fail per op; size, truncate, force.
+ * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
+ * O_DSYNC channels.
  * An engine that cannot run here (io_uring blocked) is skipped. */
 #include <unistd.h>
 #include "test_chan_common.h"
@@ -172,6 +173,26 @@ static void run(const struct cfg *c)
 	memset(bufs, 0xee, 4 * PG);
 	CHECK(urch_read_fully(ch, bufs, 4 * PG, 49 * PG) == 4 * PG, "%s: read regrown", c->label);
 	CHECK(!memcmp(bufs, model + 49 * PG, 4 * PG), "%s: regrown bytes", c->label);
+	urch_free_buf(ch, bufs);
+	urch_close(ch);
+	check_outside(c, tmp);
+
+	/* O_DSYNC (UR: an FSYNC after each write call): writes and batches work. */
+	r = cfg_open(c, URCH_DSYNC, 8, &ch);
+	CHECK(r == 0, "%s: open dsync: %s", c->label, strerror(-r));
+	r = urch_alloc_buf(ch, 20 * PG, (void **)&bufs);
+	CHECK(r == 0, "alloc");
+	for (unsigned i = 0; i < 20; i++) {
+		ops[i].pos = (uint64_t)(60 + i) * PG;
+		ops[i].buf = bufs + (size_t)i * PG;
+		ops[i].len = PG;
+		fillpat(ops[i].buf, PG, ops[i].pos, 8);
+		mwrite(ops[i].buf, PG, ops[i].pos);
+	}
+	CHECK(urch_batch_write_fully(ch, ops, 20) == 0, "%s: dsync batch", c->label);
+	fillpat(bufs, PG, 10 * PG, 8);
+	CHECK(urch_write(ch, bufs, PG, 10 * PG) == PG, "%s: dsync write", c->label);
+	mwrite(bufs, PG, 10 * PG);
 	urch_free_buf(ch, bufs);
 	urch_close(ch);
 	check_outside(c, tmp);
