@@ -6,12 +6,13 @@
 #
 #   sh tests/run.sh [NAME...]      (NAME: test_foo, to run a subset)
 # Environment: O (build directory, default .), TEST_TIMEOUT (seconds, 300),
-# TEST_WRAP (a command to run each test under, e.g. "valgrind -q --error-exitcode=1").
+# TEST_WRAP (a command to run each test under, e.g. "valgrind -q --error-exitcode=1"),
+# TEST_UR_SERVER (the server the library starts, e.g. scripts/valgrind-server.sh).
 O=${O:-.}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$O" && pwd)
 TIMEOUT=${TEST_TIMEOUT:-300}
-export UR_SERVER="$BIN/simplefs_server"
+export UR_SERVER="${TEST_UR_SERVER:-$BIN/simplefs_server}"
 export UR_BIN="$BIN"
 export UR_SRCDIR="$TOP"
 unset SFS_IMAGE
