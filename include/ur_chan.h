@@ -118,6 +118,13 @@ int64_t urch_transfer_to(struct urch *src, uint64_t src_pos, uint64_t count,
 int64_t urch_transfer_from(struct urch *dst, uint64_t dst_pos, struct urch *src,
 			   uint64_t src_pos, uint64_t count);
 
+/* What a channel has sent to its engine so far. */
+struct urch_stats {
+	uint64_t ops;             /* reads and writes submitted (pieces included) */
+	uint64_t fixed_ops;       /* of which READ_FIXED / WRITE_FIXED (zero copy) */
+};
+int urch_get_stats(const struct urch *ch, struct urch_stats *st);
+
 /* Unique op ids come from one process-wide atomic counter; the next one. */
 uint64_t urch_next_op_id(void);
 

@@ -143,6 +143,9 @@ static void run(const struct cfg *c)
 		fillpat(fb[i], PG, ops[i].pos, 4);
 		mwrite(fb[i], PG, ops[i].pos);
 	}
+	struct urch_stats st0, st1;
+	CHECK(urch_get_stats(ch, &st0) == 0, "stats");
+	CHECK(st0.fixed_ops == 0, "%s: fixed ops before registering", c->label);
 	r = urch_batch_write_fully(ch, ops, 16);
 	CHECK(r == 0, "%s: fixed write: %d", c->label, r);
 	for (unsigned i = 0; i < 16; i++)
@@ -152,6 +155,12 @@ static void run(const struct cfg *c)
 	for (unsigned i = 0; i < 16; i++)
 		CHECK(ops[i].result == PG && !memcmp(fb[i], model + ops[i].pos, PG),
 		      "%s: fixed op %u", c->label, i);
+	/* the fixed path is really taken (zero copy) where the engine has one */
+	CHECK(urch_get_stats(ch, &st1) == 0, "stats");
+	CHECK(st1.ops - st0.ops == 32, "%s: %llu ops for 32", c->label,
+	      (unsigned long long)(st1.ops - st0.ops));
+	CHECK(st1.fixed_ops == (c->engine == URCH_PSYNC ? 0u : 32u), "%s: %llu fixed ops",
+	      c->label, (unsigned long long)st1.fixed_ops);
 	CHECK(urch_unregister_buffers(ch) == 0, "%s: unregister", c->label);
 	CHECK(urch_size(ch) == (int64_t)msize, "%s: size after fixed", c->label);
 	CHECK(urch_force(ch, 0) == 0 && urch_force(ch, 1) == 0, "%s: force", c->label);

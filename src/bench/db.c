@@ -316,6 +316,9 @@ static double measure(int m, struct eng *e, int write, unsigned n, unsigned salt
 	} else {
 		use_plain();
 	}
+	struct urch_stats st0 = { 0, 0 }, st1;
+	if (e)
+		urch_get_stats(e->ch, &st0);
 	for (unsigned it = 0; it <= O.iters; it++) {
 		pick(O.size, n, (uint64_t)salt * 7919 + it * 131 + n);
 		if (write)
@@ -332,6 +335,13 @@ static double measure(int m, struct eng *e, int write, unsigned n, unsigned salt
 		}
 		if (it)
 			samples[it - 1] = (double)t / 1e6;
+	}
+	/* a "fixed bufs" figure must come from fixed ops (zero copy) */
+	if (m == M_FIXED && e->engine != URCH_PSYNC && urch_get_stats(e->ch, &st1) == 0 &&
+	    st1.fixed_ops - st0.fixed_ops < (uint64_t)n * (O.iters + 1)) {
+		snprintf(why, wn, "the fixed-buffer path was not taken");
+		failed = 1;
+		return -1;
 	}
 	return median(samples, O.iters);
 }

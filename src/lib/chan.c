@@ -120,6 +120,14 @@ URCH_EXPORT int urch_fd(const struct urch *ch)
 	return ch ? ch->fd : -EINVAL;
 }
 
+URCH_EXPORT int urch_get_stats(const struct urch *ch, struct urch_stats *st)
+{
+	if (!ch || !st)
+		return -EINVAL;
+	*st = ch->stats;
+	return 0;
+}
+
 URCH_EXPORT int urch_alloc_buf(struct urch *ch, size_t len, void **buf)
 {
 	(void)ch;
@@ -672,6 +680,7 @@ static void ps_close(struct urch *ch)
 
 static int64_t ps_rw1(struct urch *ch, int write, void *buf, size_t len, uint64_t pos)
 {
+	ch->stats.ops++;
 	ssize_t r = write ? pwrite(ch->fd, buf, len, (off_t)pos) : pread(ch->fd, buf, len, (off_t)pos);
 	return r < 0 ? -errno : r;
 }

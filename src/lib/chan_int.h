@@ -67,6 +67,7 @@ struct urch {
 	unsigned npdone;
 	void *priv;              /* io_uring: struct io_uring; ur: struct urch_urctx */
 	char name[64];           /* UR: the file name (for locks) */
+	struct urch_stats stats;
 };
 
 extern const struct urch_eng urch_eng_psync;

@@ -226,6 +226,8 @@ static void ur_prep_sqe(struct urch *ch, struct urfs_sqe *sqe, int write, void *
 			size_t len, uint64_t pos)
 {
 	int fi = urch_fixed_index(ch, buf, len) >= 0 ? 0 : -1;  /* one region buffer */
+	ch->stats.ops++;
+	ch->stats.fixed_ops += fi >= 0;
 	if (fi >= 0 && write)
 		urfs_prep_write_fixed(sqe, ch->fd, buf, (unsigned)len, pos, 0);
 	else if (fi >= 0)

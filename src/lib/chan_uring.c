@@ -58,6 +58,8 @@ static void iu_prep_sqe(struct urch *ch, struct io_uring_sqe *sqe, int write, vo
 			size_t len, uint64_t pos)
 {
 	int fi = urch_fixed_index(ch, buf, len);
+	ch->stats.ops++;
+	ch->stats.fixed_ops += fi >= 0;
 	if (fi >= 0 && write)
 		io_uring_prep_write_fixed(sqe, ch->fd, buf, (unsigned)len, pos, fi);
 	else if (fi >= 0)
