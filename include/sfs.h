@@ -171,6 +171,15 @@ struct sfs_extent {
 };
 int sfs_file_map(struct sfs *fs, int fd, uint64_t off, uint64_t len,
 		 struct sfs_extent *ext, int max);
+/* The same for an in-place overwrite of [off, off+len) that the caller then
+ * writes to the image itself: if the whole range lies inside the file's size
+ * and allocated blocks (and the handle is not O_APPEND), fills the extents
+ * (all allocated, exactly covering the range), records the file's mtime as
+ * sfs_file_pwrite would, and returns their count. Returns 0 when the range
+ * does not qualify or needs more than max extents (use sfs_file_pwrite), or
+ * -EBADF (not open for writing), -EROFS, -EIO (device failed), -EINVAL. */
+int sfs_file_map_write(struct sfs *fs, int fd, uint64_t off, uint64_t len,
+		       struct sfs_extent *ext, int max);
 /* The image's host file descriptor (-1 for non-file devices) and whether it
  * is open O_DIRECT. */
 int sfs_image_fd(struct sfs *fs, int *direct);

@@ -1,15 +1,18 @@
 /*
- * aio.c - the server's O_DIRECT read path: with the image opened O_DIRECT,
- * aligned reads are mapped to image extents by the backend and issued with
- * the kernel's native AIO (raw io_setup/io_submit, one io_submit per batch),
- * so many image reads are in flight at once; completions are reaped from the
- * AIO ring in user space (no syscall) or with io_getevents when waiting.
+ * aio.c - the server's O_DIRECT image path: with the image opened O_DIRECT,
+ * aligned reads, and aligned in-place overwrites of allocated blocks inside a
+ * file's size, are mapped to image extents by the backend and issued with the
+ * kernel's native AIO (raw io_setup/io_submit, one io_submit per batch), so
+ * many image I/Os are in flight at once; completions are reaped from the AIO
+ * ring in user space (no syscall) or with io_getevents when waiting.
  *
  * Must never: post a CQE before every extent of its request is done, let the
- * CQ overflow (requests in flight count against its room), keep reads in
- * flight across an operation that could change a file's mapping (the caller
- * drains first), or be used for anything that is not an aligned read at an
- * explicit offset (those take the synchronous path).
+ * CQ overflow (requests in flight count against its room), keep I/O in
+ * flight across an operation that could change a file's mapping or needs
+ * the writes done (the caller drains first), write anything but blocks the
+ * file already owns inside its size (no metadata change), or be used for an
+ * unaligned I/O or one at the file position (those take the synchronous
+ * path).
  */
 #include <errno.h>
 #include <string.h>
@@ -81,18 +84,31 @@ static int aligned(uint64_t v)
 	return (v & (ALIGN - 1)) == 0;
 }
 
-/* Try to issue a read asynchronously. Returns UR_AIO_QUEUED, a final result
- * (an error, 0 at EOF, or the length when it was all holes), or
- * UR_AIO_NOT_ASYNC (take the synchronous path). */
-int32_t ur_aio_read(struct ur_server *s, const struct ur_sqe *q, uint8_t *dest)
+/*
+ * Try to issue a read or an in-place overwrite asynchronously. Returns
+ * UR_AIO_QUEUED, a final result (an error, 0 at EOF, or the length when a
+ * read was all holes), UR_AIO_BUSY (no AIO slot free now: leave the SQE in
+ * the SQ and retry after a completion), or UR_AIO_NOT_ASYNC (take the
+ * synchronous path). A write qualifies only when the backend maps the whole
+ * range to allocated blocks inside the file's size: then no metadata but the
+ * mtime changes (the backend records it), and the journal is not involved.
+ */
+int32_t ur_aio_rw(struct ur_server *s, const struct ur_sqe *q, uint8_t *buf, int wr)
 {
 	struct ur_extent ext[MAX_EXT];
 	uint64_t len = q->len;
-	if (!aligned((uintptr_t)dest) || !aligned(q->off) || !aligned(len) || !len)
+	if (!aligned((uintptr_t)buf) || !aligned(q->off) || !aligned(len) || !len)
 		return UR_AIO_NOT_ASYNC;
-	int n = s->be->map(s->bst, q->fd, q->off, len, ext, MAX_EXT);
+	if (wr && !s->be->map_write)
+		return UR_AIO_NOT_ASYNC;
+	if (!s->n_areq_free)
+		return UR_AIO_BUSY;
+	int n = wr ? s->be->map_write(s->bst, q->fd, q->off, len, ext, MAX_EXT)
+		   : s->be->map(s->bst, q->fd, q->off, len, ext, MAX_EXT);
 	if (n < 0)
 		return n;
+	if (wr && n == 0)
+		return UR_AIO_NOT_ASYNC;            /* extends, holes, append, ... */
 	uint64_t total = 0;
 	int ios = 0;
 	for (int i = 0; i < n; i++) {
@@ -101,15 +117,20 @@ int32_t ur_aio_read(struct ur_server *s, const struct ur_sqe *q, uint8_t *dest)
 			if (!aligned(ext[i].img_off) || !aligned(ext[i].len))
 				return UR_AIO_NOT_ASYNC;   /* e.g. the tail of a file */
 			ios++;
+		} else if (wr) {
+			return UR_AIO_NOT_ASYNC;           /* never write into a hole */
 		}
 	}
+	if (wr && total != len)
+		return UR_AIO_NOT_ASYNC;
 	if (n == MAX_EXT && total < len)
 		return UR_AIO_NOT_ASYNC;           /* too fragmented: sync path */
-	if ((uint32_t)ios > s->n_iocb_free || !s->n_areq_free)
-		return UR_AIO_NOT_ASYNC;
-	for (int i = 0; i < n; i++)
-		if (!ext[i].img_off)
-			memset(dest + (ext[i].file_off - q->off), 0, ext[i].len);
+	if ((uint32_t)ios > s->n_iocb_free)
+		return UR_AIO_BUSY;
+	if (!wr)
+		for (int i = 0; i < n; i++)
+			if (!ext[i].img_off)
+				memset(buf + (ext[i].file_off - q->off), 0, ext[i].len);
 	if (!ios)
 		return (int32_t)total;
 	uint32_t ri = s->areq_free[--s->n_areq_free];
@@ -124,9 +145,9 @@ int32_t ur_aio_read(struct ur_server *s, const struct ur_sqe *q, uint8_t *dest)
 		struct iocb *cb = &s->iocbs[ci];
 		memset(cb, 0, sizeof(*cb));
 		cb->aio_data = (uint64_t)ri << 32 | ci;
-		cb->aio_lio_opcode = IOCB_CMD_PREAD;
+		cb->aio_lio_opcode = wr ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
 		cb->aio_fildes = (uint32_t)s->img_fd;
-		cb->aio_buf = (uint64_t)(uintptr_t)(dest + (ext[i].file_off - q->off));
+		cb->aio_buf = (uint64_t)(uintptr_t)(buf + (ext[i].file_off - q->off));
 		cb->aio_nbytes = ext[i].len;
 		cb->aio_offset = (int64_t)ext[i].img_off;
 		cb->aio_flags = IOCB_FLAG_RESFD;
@@ -139,7 +160,10 @@ int32_t ur_aio_read(struct ur_server *s, const struct ur_sqe *q, uint8_t *dest)
 		s->pend_since = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	}
 	s->aio_inflight++;
-	s->n_aio++;
+	if (wr)
+		s->n_aio_w++;
+	else
+		s->n_aio++;
 	return UR_AIO_QUEUED;
 }
 

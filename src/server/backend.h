@@ -53,6 +53,12 @@ struct ur_backend_ops {
 	 * issue O_DIRECT reads itself, many at once. */
 	int     (*map)(void *st, int fd, uint64_t off, uint64_t len, struct ur_extent *ext, int max);
 	int     (*image_fd)(void *st, int *direct);
+	/* Optional: map [off, off+len) for an in-place overwrite the server
+	 * writes to the image itself (no metadata change; the backend records
+	 * the mtime). Count of extents exactly covering the range, 0 if it does
+	 * not qualify (beyond the size, a hole, append, too fragmented: use
+	 * write), or -errno for a write that must fail (-EBADF, -EROFS, -EIO). */
+	int     (*map_write)(void *st, int fd, uint64_t off, uint64_t len, struct ur_extent *ext, int max);
 };
 
 /* The backend called name, or NULL. */

@@ -119,6 +119,17 @@ static int sfs_be_map(void *st, int fd, uint64_t off, uint64_t len, struct ur_ex
 	return n;
 }
 
+static int sfs_be_map_write(void *st, int fd, uint64_t off, uint64_t len, struct ur_extent *ext, int max)
+{
+	struct sfs_extent e[16];
+	if (max > 16)
+		max = 16;
+	int n = sfs_file_map_write(st, fd, off, len, e, max);
+	for (int i = 0; i < n; i++)
+		ext[i] = (struct ur_extent){ e[i].file_off, e[i].img_off, e[i].len };
+	return n;
+}
+
 static int sfs_be_image_fd(void *st, int *direct)
 {
 	return sfs_image_fd(st, direct);
@@ -143,4 +154,5 @@ const struct ur_backend_ops ur_backend_sfs = {
 	.stat      = sfs_be_stat,
 	.map       = sfs_be_map,
 	.image_fd  = sfs_be_image_fd,
+	.map_write = sfs_be_map_write,
 };

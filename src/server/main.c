@@ -37,7 +37,7 @@ static void usage(FILE *f)
 		"                   (default: the value in the region header)\n"
 		"  --direct         open the image O_DIRECT; aligned reads then go to the\n"
 		"                   image through the kernel's AIO, many in flight\n"
-		"  --no-aio         with --direct: read synchronously (for comparison)\n"
+		"  --no-aio         with --direct: no AIO, all image I/O synchronous (for comparison)\n"
 		"  --create         format a default image if PATH does not exist\n"
 		"  --rdonly         mount read-only (shared lock: several readers)\n"
 		"  --backend NAME   one of: %s (default sfs if built in)\n"
@@ -209,8 +209,10 @@ int main(int argc, char **argv)
 	ur_server_close_files(&s);
 	r = be->fini(bst);
 	if (stats)
-		fprintf(stderr, "simplefs_server: %llu SQEs (%llu by AIO), %llu sleeps, %llu client wakeups\n",
+		fprintf(stderr, "simplefs_server: %llu SQEs (%llu reads, %llu writes by AIO; "
+			"%llu waits for an AIO slot), %llu sleeps, %llu client wakeups\n",
 			(unsigned long long)s.n_sqe, (unsigned long long)s.n_aio,
+			(unsigned long long)s.n_aio_w, (unsigned long long)s.n_busy,
 			(unsigned long long)s.n_sleep, (unsigned long long)s.n_wake_client);
 	if (r < 0) {
 		fprintf(stderr, "simplefs_server: %s: unmount: %s\n", conf.image, strerror(-r));

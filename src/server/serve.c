@@ -243,6 +243,21 @@ static int32_t do_register(struct ur_server *s, const struct ur_sqe *q)
 }
 
 /*
+ * READ/WRITE(_FIXED) on the O_DIRECT image path when they qualify (aio.c);
+ * UR_AIO_NOT_ASYNC otherwise. A write that takes the synchronous path waits
+ * for the image I/O in flight first (it may allocate, extend or overlap it).
+ */
+static int32_t rw_async(struct ur_server *s, const struct ur_sqe *q, int wr)
+{
+	int32_t r = UR_AIO_NOT_ASYNC;
+	if (s->aio_on && !q->flags && q->off != UR_OFF_POS)
+		r = ur_aio_rw(s, q, s->base + q->addr, wr);
+	if (r == UR_AIO_NOT_ASYNC && wr && (s->aio_inflight || s->npend))
+		ur_aio_drain(s);
+	return r;
+}
+
+/*
  * Execute one SQE (already copied to q). *expect is set to the result a
  * success must have for a link chain to continue (-1: any res >= 0).
  */
@@ -288,11 +303,8 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		if (!data_ok(s, q->addr, q->len))
 			return -EFAULT;
 		*expect = q->len;
-		if (q->opcode == UR_OP_READ && s->aio_on && !q->flags && q->off != UR_OFF_POS) {
-			r = ur_aio_read(s, q, s->base + q->addr);
-			if (r != UR_AIO_NOT_ASYNC)
-				return r;
-		}
+		if ((r = rw_async(s, q, q->opcode == UR_OP_WRITE)) != UR_AIO_NOT_ASYNC)
+			return r;
 		return do_rw(s, q->opcode == UR_OP_WRITE, q->fd, q->addr, q->len, q->off);
 	case UR_OP_READ_FIXED:
 	case UR_OP_WRITE_FIXED:
@@ -304,11 +316,8 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		    !inside(q->addr, q->len, s->bufs[q->buf_index].off, s->bufs[q->buf_index].len))
 			return -EFAULT;
 		*expect = q->len;
-		if (q->opcode == UR_OP_READ_FIXED && s->aio_on && !q->flags && q->off != UR_OFF_POS) {
-			r = ur_aio_read(s, q, s->base + q->addr);
-			if (r != UR_AIO_NOT_ASYNC)
-				return r;
-		}
+		if ((r = rw_async(s, q, q->opcode == UR_OP_WRITE_FIXED)) != UR_AIO_NOT_ASYNC)
+			return r;
 		return do_rw(s, q->opcode == UR_OP_WRITE_FIXED, q->fd, q->addr, q->len, q->off);
 	case UR_OP_READV:
 	case UR_OP_WRITEV:
@@ -400,25 +409,32 @@ static uint32_t available(struct ur_server *s)
 	return pending < room ? pending : room;
 }
 
-/* One batch: take what can be taken, publish SQ head and CQ tail. */
+/* One batch: take what can be taken, publish SQ head and CQ tail. Stops
+ * early, leaving the SQE in the SQ, when it needs an AIO slot and none is
+ * free (back-pressure: it is retried after a completion, never served
+ * synchronously behind a full AIO queue). */
 static uint32_t serve_batch(struct ur_server *s)
 {
+	s->aio_full = 0;
 	uint32_t n = available(s);
 	if (!n)
 		return 0;
-	for (uint32_t i = 0; i < n; i++) {
+	uint32_t i;
+	for (i = 0; i < n; i++) {
 		struct ur_sqe q;
 		memcpy(&q, &s->sqes[s->sq_head & s->sq_mask], sizeof(q));
 		s->sq_head++;
 		int64_t expect;
 		int32_t res;
 		if (s->aio_inflight || s->npend) {
-			/* Only plain reads may run beside reads in flight on the image;
-			 * anything else (a write, a metadata change, a link, a drain)
-			 * waits until they are done. */
-			int plain_read = (q.opcode == UR_OP_READ || q.opcode == UR_OP_READ_FIXED) &&
-					 !q.flags && !s->chain_failed;
-			if (!plain_read)
+			/* Only plain reads and writes may run beside image I/O in
+			 * flight (a write that cannot go async drains in execute);
+			 * anything else (a metadata change, fsync, a link, a drain)
+			 * waits until it is done. */
+			int plain = (q.opcode == UR_OP_READ || q.opcode == UR_OP_READ_FIXED ||
+				     q.opcode == UR_OP_WRITE || q.opcode == UR_OP_WRITE_FIXED) &&
+				    !q.flags && !s->chain_failed;
+			if (!plain)
 				ur_aio_drain(s);
 		}
 		if (s->chain_failed) {
@@ -428,6 +444,12 @@ static uint32_t serve_batch(struct ur_server *s)
 			res = execute(s, &q, &expect);
 			if (res == UR_AIO_QUEUED)
 				continue;       /* its CQE comes from aio.c */
+			if (res == UR_AIO_BUSY) {
+				s->sq_head--;   /* not taken: it stays in the SQ */
+				s->aio_full = 1;
+				s->n_busy++;
+				break;
+			}
 		}
 		if (q.flags & UR_SQE_IO_LINK)
 			s->chain_failed |= res < 0 || (expect >= 0 && res != expect);
@@ -443,12 +465,12 @@ static uint32_t serve_batch(struct ur_server *s)
 			publish_cq(s);
 		}
 	}
-	s->n_sqe += n;
-	if (s->npend && ur_aio_flush_due(s, now_ns()))
+	s->n_sqe += i;
+	if (s->npend && (s->aio_full || ur_aio_flush_due(s, now_ns())))
 		ur_aio_flush(s);
 	ur_store_release(&s->sq->head, s->sq_head);
 	publish_cq(s);
-	return n;
+	return i;
 }
 
 /* Returns 1 if the client is gone (EOF/hangup on the liveness socket). */
@@ -480,6 +502,15 @@ int ur_server_run(struct ur_server *s)
 				publish_cq(s);
 		}
 		if ((!s->broken && serve_batch(s)) || reaped) {
+			idle_since = 0;
+			continue;
+		}
+		if (s->aio_full && !s->broken) {
+			/* Every AIO slot is taken and an SQE waits for one: wait
+			 * for a completion (the disk's time, not the client's). */
+			s->aio_full = 0;
+			if (s->aio_inflight && ur_aio_reap(s, 1))
+				publish_cq(s);
 			idle_since = 0;
 			continue;
 		}

@@ -14,9 +14,10 @@
 #include "ur_abi.h"
 #include "backend.h"
 
-#define UR_AIO_MAX 256                    /* image reads in flight */
-#define UR_AIO_QUEUED     INT32_MIN         /* ur_aio_read: issued, CQE later */
-#define UR_AIO_NOT_ASYNC  (INT32_MIN + 1)   /* ur_aio_read: use the sync path */
+#define UR_AIO_MAX 256                    /* image I/Os in flight */
+#define UR_AIO_QUEUED     INT32_MIN         /* ur_aio_rw: issued, CQE later */
+#define UR_AIO_NOT_ASYNC  (INT32_MIN + 1)   /* ur_aio_rw: use the sync path */
+#define UR_AIO_BUSY       (INT32_MIN + 2)   /* ur_aio_rw: no slot free, retry later */
 
 struct ur_aio_req {
 	uint64_t user_data;
@@ -57,7 +58,7 @@ struct ur_server {
 	/* Scratch for READV/WRITEV. */
 	struct ur_iovec iov[UR_IOV_MAX];
 
-	/* O_DIRECT reads through the kernel's native AIO (aio.c). */
+	/* O_DIRECT reads and overwrites through the kernel's native AIO (aio.c). */
 	int aio_on;
 	aio_context_t aio_ctx;
 	int aio_efd, img_fd;
@@ -70,8 +71,10 @@ struct ur_server {
 	int npend, npend_req;                /* iocbs / requests not yet submitted */
 	uint64_t pend_since;                 /* when the oldest of them was queued */
 
+	int aio_full;                        /* an SQE waits for an AIO slot */
+
 	/* Counters (for --stats). */
-	uint64_t n_sqe, n_sleep, n_wake_client, n_aio;
+	uint64_t n_sqe, n_sleep, n_wake_client, n_aio, n_aio_w, n_busy;
 };
 
 extern volatile sig_atomic_t ur_server_stop;
@@ -86,7 +89,9 @@ void ur_server_close_files(struct ur_server *s);
 /* aio.c */
 int      ur_aio_init(struct ur_server *s);
 void     ur_aio_fini(struct ur_server *s);
-int32_t  ur_aio_read(struct ur_server *s, const struct ur_sqe *q, uint8_t *dest);
+/* A read (wr 0) or an in-place overwrite (wr 1) of q at buf: UR_AIO_QUEUED,
+ * UR_AIO_BUSY, UR_AIO_NOT_ASYNC or a final result. */
+int32_t  ur_aio_rw(struct ur_server *s, const struct ur_sqe *q, uint8_t *buf, int wr);
 void     ur_aio_flush(struct ur_server *s);
 /* Submit queued reads now, or keep collecting a moment for one io_submit? */
 int      ur_aio_flush_due(struct ur_server *s, uint64_t now);

@@ -1021,3 +1021,52 @@ SFS_EXPORT int sfs_file_map(struct sfs *fs, int fd, uint64_t off, uint64_t len,
 	unlock(fs);
 	return count;
 }
+
+SFS_EXPORT int sfs_file_map_write(struct sfs *fs, int fd, uint64_t off, uint64_t len,
+				  struct sfs_extent *ext, int max)
+{
+	if (!fs || !ext || max <= 0 || !len)
+		return -EINVAL;
+	rdlock(fs);
+	struct sfs_handle *h = get_handle(fs, fd);
+	int r = 0;
+	if (!h || (h->flags & SFS_O_RDONLY))
+		r = -EBADF;
+	else if (fs->rdonly)
+		r = -EROFS;
+	else if (fs->failed)
+		r = -EIO;
+	if (r || (h->flags & SFS_O_APPEND)) {
+		unlock(fs);
+		return r;
+	}
+	struct sfs_ofile *of = h->of;
+	const struct sfs_dirent *e = &fs->dir[of->slot];
+	/* The same test as file_write's in-place path: inside the size and the
+	 * allocated blocks, so no metadata but the mtime changes. */
+	if (off > e->size || len > e->size - off || off + len > (uint64_t)e->nblocks * BS) {
+		unlock(fs);
+		return 0;
+	}
+	int count = 0;
+	uint64_t pos = off, end = off + len;
+	while (pos < end && count < max) {
+		uint64_t bi = pos >> BS_SHIFT;
+		uint32_t inb = (uint32_t)(pos & (BS - 1));
+		uint32_t first = of->blocks[bi];
+		uint64_t k = 1;
+		while (bi + k < e->nblocks && of->blocks[bi + k] == first + k && k * BS - inb < end - pos)
+			k++;
+		uint64_t n = k * BS - inb < end - pos ? k * BS - inb : end - pos;
+		ext[count++] = (struct sfs_extent){ pos, (uint64_t)first * BS + inb, n };
+		pos += n;
+	}
+	if (pos < end) {
+		count = 0;            /* too fragmented for max extents */
+	} else {
+		atomic_store(&of->mtime, sfs_now_ns());
+		atomic_store(&of->mdirty, 1);
+	}
+	unlock(fs);
+	return count;
+}
