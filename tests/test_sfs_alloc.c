@@ -13,46 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+#include "testutil.h"
 
 #define BS 4096u
 static const char *img = "alloc.sfs";
-
-static struct sfs *do_mount(void)
-{
-	struct sfs *fs;
-	char err[256] = "";
-	int r = sfs_mount(img, 0, &fs, err, sizeof err);
-
-	if (r < 0)
-		FAIL("mount: %s (%s)", strerror(-r), err);
-	return fs;
-}
-
-static void fsck_clean(void)
-{
-	struct sfs_fsck_result res = { 0, 0 };
-	char err[256] = "";
-	int r = sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err);
-
-	if (r < 0)
-		FAIL("fsck: %s (%s)", strerror(-r), err);
-	CHECK_EQ(res.errors_found, 0);
-}
-
-static uint64_t file_blocks(struct sfs *fs, const char *name)
-{
-	struct sfs_stat st;
-	int r = sfs_stat(fs, name, &st);
-
-	if (r < 0)
-		FAIL("stat %s: %s", name, strerror(-r));
-	return st.blocks;
-}
 
 /* Sum of all files' blocks + free blocks must equal the data blocks. */
 static uint64_t check_accounting(struct sfs *fs)
@@ -130,7 +94,7 @@ int main(void)
 	r = sfs_format(img, 4u << 20, 0);
 	if (r < 0)
 		FAIL("format: %s", strerror(-r));
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	CHECK_EQ(sfs_statfs(fs, &sf), 0);
 	CHECK_EQ(sf.block_size, BS);
 	CHECK_EQ(sf.total_blocks, (4u << 20) / BS);
@@ -155,7 +119,7 @@ int main(void)
 			fill(buf, t[i].len, i);
 			CHECK_EQ(sfs_file_write(fs, fd, buf, t[i].len), t[i].len);
 			CHECK_EQ(sfs_file_close(fs, fd), 0);
-			CHECK_EQ(file_blocks(fs, name), t[i].blocks);
+			CHECK_EQ(FILE_BLOCKS(fs, name), t[i].blocks);
 		}
 		free1 = check_accounting(fs);
 		CHECK_EQ(free1, free0 - (0 + 1 + 1 + 1 + 2 + 2 + 3 + 10));
@@ -175,7 +139,7 @@ int main(void)
 	n = file_runs(fs, fd, 256 * BS, runs, 64);
 	if (n != 1)
 		FAIL("sequential 1 MiB file in %d runs, expected 1 contiguous run", n);
-	CHECK_EQ(file_blocks(fs, "seq"), 256);
+	CHECK_EQ(FILE_BLOCKS(fs, "seq"), 256);
 	/* The image bytes at the mapped place are the file's (read via map). */
 	CHECK_EQ(sfs_file_pread(fs, fd, rd, 256 * BS, 0), 256 * BS);
 	CHECK(memcmp(rd, buf, 256 * BS) == 0);
@@ -190,15 +154,15 @@ int main(void)
 	if (n != 1)
 		FAIL("appended file in %d runs, expected 1", n);
 	CHECK_EQ(sfs_file_close(fs, fd2), 0);
-	CHECK_EQ(file_blocks(fs, "seq"), (256 * BS + 100000 + BS - 1) / BS);
+	CHECK_EQ(FILE_BLOCKS(fs, "seq"), (256 * BS + 100000 + BS - 1) / BS);
 	CHECK_EQ(check_accounting(fs), free0 - (256 * BS + 100000 + BS - 1) / BS);
 
 	/* Truncate down frees blocks. */
 	CHECK_EQ(sfs_file_truncate(fs, fd, 10 * BS + 1), 0);
-	CHECK_EQ(file_blocks(fs, "seq"), 11);
+	CHECK_EQ(FILE_BLOCKS(fs, "seq"), 11);
 	CHECK_EQ(check_accounting(fs), free0 - 11);
 	CHECK_EQ(sfs_file_truncate(fs, fd, 0), 0);
-	CHECK_EQ(file_blocks(fs, "seq"), 0);
+	CHECK_EQ(FILE_BLOCKS(fs, "seq"), 0);
 	CHECK_EQ(check_accounting(fs), free0);
 	CHECK_EQ(sfs_file_close(fs, fd), 0);
 
@@ -260,16 +224,16 @@ int main(void)
 
 	/* Persistence of the allocation: remount, fsck, the same numbers. */
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
-	fs = do_mount();
+	FSCK_CLEAN(img);
+	fs = MOUNT_OR_DIE(img);
 	CHECK_EQ(check_accounting(fs), 0);
 	CHECK_EQ(sfs_unlink(fs, "B"), 0);
 	CHECK_EQ(sfs_unlink(fs, "C"), 0);
 	CHECK_EQ(sfs_unlink(fs, "seq"), 0);
 	CHECK_EQ(check_accounting(fs), data_blocks);
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
-	fs = do_mount();
+	FSCK_CLEAN(img);
+	fs = MOUNT_OR_DIE(img);
 	CHECK_EQ(sfs_statfs(fs, &sf), 0);
 	CHECK_EQ(sf.free_blocks, data_blocks);
 	CHECK_EQ(sf.files, 0);

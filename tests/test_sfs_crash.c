@@ -32,11 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+#include "testutil.h"
 
 #define DEV_SIZE  (1u << 20)         /* the main scenario's image */
 #define BIG_DEV   (8u << 20)         /* the split-transaction scenario's: J and K need reuse */

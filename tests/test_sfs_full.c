@@ -16,36 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+#include "testutil.h"
 
 #define BS 4096u
 static const char *img = "full.sfs";
-
-static struct sfs *do_mount(void)
-{
-	struct sfs *fs;
-	char err[256] = "";
-	int r = sfs_mount(img, 0, &fs, err, sizeof err);
-
-	if (r < 0)
-		FAIL("mount: %s (%s)", strerror(-r), err);
-	return fs;
-}
-
-static void fsck_clean(void)
-{
-	struct sfs_fsck_result res = { 0, 0 };
-	char err[256] = "";
-	int r = sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err);
-
-	if (r < 0)
-		FAIL("fsck: %s (%s)", strerror(-r), err);
-	CHECK_EQ(res.errors_found, 0);
-}
 
 static uint64_t free_blocks(struct sfs *fs)
 {
@@ -127,7 +101,7 @@ int main(void)
 	r = sfs_format(img, 2u << 20, 0);
 	if (r < 0)
 		FAIL("format: %s", strerror(-r));
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	free0 = free_blocks(fs);
 	CHECK(free0 >= 16);
 	CHECK(free0 * BS < sizeof buf);
@@ -173,8 +147,8 @@ int main(void)
 
 	/* Nothing corrupted: remount, fsck, all bytes. */
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
-	fs = do_mount();
+	FSCK_CLEAN(img);
+	fs = MOUNT_OR_DIE(img);
 	check_file(fs, "big", (free0 - 4) * BS, 0x22);
 	check_file(fs, "keep", keep_size, 0x11);
 	check_file(fs, "empty", 0, 0);
@@ -209,12 +183,12 @@ int main(void)
 	check_file(fs, "keep", keep_size, 0x11);
 	check_file(fs, "big2", (free0 - 4) * BS - 5 * BS, 0x33);
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
+	FSCK_CLEAN(img);
 
 	/* 3b. A write past the end that fails with -ENOSPC changes nothing,
 	 *     also while blocks freed by an uncommitted truncate are about
 	 *     (the library commits inside the write to reach them). */
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	{
 		struct sfs_stat st;
 
@@ -238,10 +212,10 @@ int main(void)
 		check_file(fs, "keep", keep_size, 0x11);
 	}
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
+	FSCK_CLEAN(img);
 
 	/* 4. Remove everything: the whole data area is free and fillable again. */
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	CHECK_EQ(sfs_unlink(fs, "keep"), 0);
 	CHECK_EQ(sfs_unlink(fs, "big2"), 0);
 	CHECK_EQ(sfs_unlink(fs, "empty"), 0);
@@ -254,8 +228,8 @@ int main(void)
 	CHECK_EQ(stored, free0 * BS);
 	CHECK_EQ(sfs_file_close(fs, fd), 0);
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
-	fs = do_mount();
+	FSCK_CLEAN(img);
+	fs = MOUNT_OR_DIE(img);
 	check_file(fs, "all", free0 * BS, 0x44);
 	CHECK_EQ(sfs_unmount(fs), 0);
 	printf("ok\n");

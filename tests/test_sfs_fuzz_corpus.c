@@ -13,8 +13,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#include "testutil.h"
 
 static uint8_t data[FUZZ_DEV_SIZE];
 

@@ -18,11 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+#include "testutil.h"
 
 #define BS 4096u
 static const char *img = "holes.sfs";
@@ -36,28 +32,6 @@ struct model {
 #define NM 5
 static struct model m[NM] = { { "a", 0, 0 }, { "b", 0, 0 }, { "c", 0, 0 }, { "d", 0, 0 },
 			      { "e", 0, 0 } };
-
-static struct sfs *do_mount(void)
-{
-	struct sfs *fs;
-	char err[256] = "";
-	int r = sfs_mount(img, 0, &fs, err, sizeof err);
-
-	if (r < 0)
-		FAIL("mount: %s (%s)", strerror(-r), err);
-	return fs;
-}
-
-static void fsck_clean(void)
-{
-	struct sfs_fsck_result res = { 0, 0 };
-	char err[256] = "";
-	int r = sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err);
-
-	if (r < 0)
-		FAIL("fsck: %s (%s)", strerror(-r), err);
-	CHECK_EQ(res.errors_found, 0);
-}
 
 static void m_resize(struct model *f, size_t size)
 {
@@ -147,7 +121,7 @@ int main(void)
 	r = sfs_format(img, 2u << 20, 0);
 	if (r < 0)
 		FAIL("format: %s", strerror(-r));
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 
 	/* a: seek past the end and write; reads at/after EOF. */
 	fd = sfs_file_open(fs, "a", SFS_O_CREAT);
@@ -281,8 +255,8 @@ int main(void)
 
 	/* After a remount: the same. */
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
-	fs = do_mount();
+	FSCK_CLEAN(img);
+	fs = MOUNT_OR_DIE(img);
 	for (int i = 0; i < NM; i++)
 		VERIFY(fs, &m[i]);
 	CHECK_EQ(sfs_unmount(fs), 0);

@@ -14,11 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+#include "testutil.h"
 
 #define NF      48
 #define MAXSZ   (768u * 1024)
@@ -40,17 +36,6 @@ static uint32_t rnd(void)
 {
 	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
 	return (uint32_t)(rng >> 33);
-}
-
-static struct sfs *do_mount(void)
-{
-	struct sfs *fs;
-	char err[256] = "";
-	int r = sfs_mount(img, 0, &fs, err, sizeof err);
-
-	if (r < 0)
-		FAIL("mount: %s (%s)", strerror(-r), err);
-	return fs;
 }
 
 static void verify_all(struct sfs *fs, const char *when)
@@ -89,7 +74,7 @@ int main(void)
 	r = sfs_format(img, 64u << 20, 0);
 	if (r < 0)
 		FAIL("format: %s", strerror(-r));
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	for (int i = 0; i < NF; i++) {
 		snprintf(f[i].name, sizeof f[i].name, "il%02d", i);
 		f[i].d = calloc(1, MAXSZ);
@@ -159,7 +144,7 @@ int main(void)
 		FAIL("fsck: %s (%s)", strerror(-r), err);
 	CHECK_EQ(res.errors_found, 0);
 
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	verify_all(fs, "remounted");
 	CHECK_EQ(sfs_unmount(fs), 0);
 	for (int i = 0; i < NF; i++)

@@ -15,39 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+#include "testutil.h"
 /* r must be one of the listed errors */
 #define CHECK_ERR2(r, e1, e2) do { long long _r = (long long)(r); \
 	if (_r != -(e1) && _r != -(e2)) FAIL("%s = %lld (%s), expected -%s or -%s", #r, _r, \
 		_r < 0 ? strerror((int)-_r) : "success", #e1, #e2); } while (0)
 
 static const char *img = "limits.sfs";
-
-static struct sfs *do_mount(void)
-{
-	struct sfs *fs;
-	char err[256] = "";
-	int r = sfs_mount(img, 0, &fs, err, sizeof err);
-
-	if (r < 0)
-		FAIL("mount: %s (%s)", strerror(-r), err);
-	return fs;
-}
-
-static void fsck_clean(void)
-{
-	struct sfs_fsck_result res = { 0, 0 };
-	char err[256] = "";
-	int r = sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err);
-
-	if (r < 0)
-		FAIL("fsck: %s (%s)", strerror(-r), err);
-	CHECK_EQ(res.errors_found, 0);
-}
 
 static void names(struct sfs *fs)
 {
@@ -245,7 +219,7 @@ static void too_many_files(void)
 	r = sfs_format(img, 64u << 20, 1024);
 	if (r < 0)
 		FAIL("format with 1024 files: %s", strerror(-r));
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	CHECK_EQ(sfs_statfs(fs, &sf), 0);
 	max = sf.max_files;
 	if (max < 1024)
@@ -270,9 +244,9 @@ static void too_many_files(void)
 	CHECK_EQ(sfs_file_close(fs, fd), 0);
 	CHECK_EQ(sfs_file_open(fs, "again-too-many", SFS_O_CREAT), -ENOSPC);
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
+	FSCK_CLEAN(img);
 
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	while ((r = sfs_readdir(fs, &cookie, &st)) == 1) {
 		n++;
 		CHECK(n <= max);
@@ -299,14 +273,14 @@ int main(void)
 	r = sfs_format(img, 64u << 20, 0);
 	if (r < 0)
 		FAIL("format: %s", strerror(-r));
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	names(fs);
 	handles(fs);
 	offsets(fs);
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
+	FSCK_CLEAN(img);
 	too_many_files();
-	fsck_clean();
+	FSCK_CLEAN(img);
 	printf("ok\n");
 	return 0;
 }

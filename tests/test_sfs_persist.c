@@ -20,11 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+#include "testutil.h"
 
 #define NFILES 200
 static const char *img = "persist.sfs";
@@ -56,28 +52,6 @@ static void mreserve(struct mfile *f, size_t size)
 		CHECK(f->data);
 		f->cap = size;
 	}
-}
-
-static struct sfs *do_mount(void)
-{
-	struct sfs *fs;
-	char err[256] = "";
-	int r = sfs_mount(img, 0, &fs, err, sizeof err);
-
-	if (r < 0)
-		FAIL("mount: %s (%s)", strerror(-r), err);
-	return fs;
-}
-
-static void fsck_clean(void)
-{
-	struct sfs_fsck_result res = { 0, 0 };
-	char err[256] = "";
-	int r = sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err);
-
-	if (r < 0)
-		FAIL("fsck: %s (%s)", strerror(-r), err);
-	CHECK_EQ(res.errors_found, 0);
 }
 
 static int find(const char *name)
@@ -213,7 +187,7 @@ static size_t pick_size(int i)
  * and no space is lost. */
 static void unlinked_open(void)
 {
-	struct sfs *fs = do_mount();
+	struct sfs *fs = MOUNT_OR_DIE(img);
 	struct sfs_statfs sf0, sf;
 	struct sfs_stat st;
 	char buf[64];
@@ -240,8 +214,8 @@ static void unlinked_open(void)
 	CHECK_EQ(st.size, 3);
 	CHECK_EQ(sfs_file_close(fs, new), 0);
 	CHECK_EQ(sfs_unmount(fs), 0);        /* closes "old": the orphan is freed */
-	fsck_clean();
-	fs = do_mount();
+	FSCK_CLEAN(img);
+	fs = MOUNT_OR_DIE(img);
 	CHECK_EQ(sfs_stat(fs, "reused-name", &st), 0);
 	CHECK_EQ(st.size, 3);
 	CHECK_EQ(sfs_statfs(fs, &sf), 0);
@@ -329,7 +303,7 @@ int main(void)
 		FAIL("format: %s", strerror(-r));
 
 	/* Cycle 0: create everything. */
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	for (int i = 0; i < NFILES; i++) {
 		struct mfile *f = &files[i];
 		size_t size = pick_size(i), off = 0;
@@ -353,10 +327,10 @@ int main(void)
 	}
 	verify(fs, 0);
 	CHECK_EQ(sfs_unmount(fs), 0);
-	fsck_clean();
+	FSCK_CLEAN(img);
 
 	for (int cycle = 1; cycle <= 3; cycle++) {
-		fs = do_mount();
+		fs = MOUNT_OR_DIE(img);
 		verify(fs, 1);
 		for (int i = 0; i < NFILES; i++) {
 			struct mfile *f = &files[i];
@@ -417,9 +391,9 @@ int main(void)
 		}
 		verify(fs, 0);
 		CHECK_EQ(sfs_unmount(fs), 0);
-		fsck_clean();
+		FSCK_CLEAN(img);
 	}
-	fs = do_mount();
+	fs = MOUNT_OR_DIE(img);
 	verify(fs, 1);
 	CHECK_EQ(sfs_unmount(fs), 0);
 

@@ -20,9 +20,7 @@
 
 #define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: seed %u op %d: ", __FILE__, __LINE__, \
 	seed, op); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+#include "testutil.h"
 
 #define NF     6
 #define MAXSZ  (600u * 1024)

@@ -19,8 +19,7 @@
 #include "sfs.h"
 #include "ur_fs.h"
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#include "testutil.h"
 
 #define ENTRIES 1024
 #define FSZ (4u << 20)            /* "f" and "g": 4 MiB each, interleaved */

@@ -14,8 +14,7 @@
 #include "sfs.h"
 #include "ur_fs.h"
 
-#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#include "testutil.h"
 
 static struct urfs_ring ring;
 

@@ -1,0 +1,68 @@
+/* testutil.h: the assertion macros and small SimpleFS helpers shared by the test programs
+ * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count).
+ * Header only (static inline), included as "testutil.h" by tests/test_*.c.
+ * It must never hide a failure: every helper exits 1 with the caller's file:line on error. */
+#ifndef TESTUTIL_H
+#define TESTUTIL_H
+
+#include <sfs.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A test may define its own FAIL (e.g. to add a seed) before including this header. */
+#ifndef FAIL
+#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#endif
+#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+
+/* The helpers report the caller's location, like FAIL does. */
+#define TU_FAIL_AT(file, line, ...) do { fprintf(stderr, "FAIL %s:%d: ", (file), (line)); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+/* Mount img read-write; any error fails the test. */
+#define MOUNT_OR_DIE(img) tu_mount_or_die((img), __FILE__, __LINE__)
+static inline struct sfs *tu_mount_or_die(const char *img, const char *file, int line)
+{
+	struct sfs *fs;
+	char err[256] = "";
+	int r = sfs_mount(img, 0, &fs, err, sizeof err);
+
+	if (r < 0)
+		TU_FAIL_AT(file, line, "mount: %s (%s)", strerror(-r), err);
+	return fs;
+}
+
+/* fsck img (not mounted): it must run and find no error. */
+#define FSCK_CLEAN(img) tu_fsck_clean((img), __FILE__, __LINE__)
+static inline void tu_fsck_clean(const char *img, const char *file, int line)
+{
+	struct sfs_fsck_result res = { 0, 0 };
+	char err[256] = "";
+	int r = sfs_fsck(img, 0, &res, NULL, NULL, err, sizeof err);
+
+	if (r < 0)
+		TU_FAIL_AT(file, line, "fsck: %s (%s)", strerror(-r), err);
+	if (res.errors_found != 0)
+		TU_FAIL_AT(file, line, "res.errors_found = %lld, expected 0 = 0",
+			   (long long)res.errors_found);
+}
+
+/* The number of data blocks file name holds; a stat error fails the test. */
+#define FILE_BLOCKS(fs, name) tu_file_blocks((fs), (name), __FILE__, __LINE__)
+static inline uint64_t tu_file_blocks(struct sfs *fs, const char *name, const char *file, int line)
+{
+	struct sfs_stat st;
+	int r = sfs_stat(fs, name, &st);
+
+	if (r < 0)
+		TU_FAIL_AT(file, line, "stat %s: %s", name, strerror(-r));
+	return st.blocks;
+}
+
+#endif
