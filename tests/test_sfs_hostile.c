@@ -33,18 +33,7 @@
 #define EOC       0xFFFFFFFFu
 
 /* ---- the format, from docs/FORMAT.md ---- */
-static uint32_t crc32c(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint32_t c = 0xFFFFFFFFu;
-
-	while (len--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
-	}
-	return ~c;
-}
+/* crc32c(): testutil.h */
 static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static void set32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }

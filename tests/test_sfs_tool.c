@@ -103,18 +103,7 @@ static void same_file(const char *path, const uint8_t *want, size_t len)
 }
 
 /* --- the on-disk format, from docs/FORMAT.md, for making a leaked block --- */
-static uint32_t crc32c(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint32_t c = 0xFFFFFFFFu;
-
-	while (len--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
-	}
-	return ~c;
-}
+/* crc32c(): testutil.h */
 
 static uint32_t le32(const uint8_t *p)
 {

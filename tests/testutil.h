@@ -1,5 +1,5 @@
 /* testutil.h: the assertion macros and small SimpleFS helpers shared by the test programs
- * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count).
+ * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count, crc32c).
  * Header only (static inline), included as "testutil.h" by tests/test_*.c.
  * It must never hide a failure: every helper exits 1 with the caller's file:line on error. */
 #ifndef TESTUTIL_H
@@ -63,6 +63,21 @@ static inline uint64_t tu_file_blocks(struct sfs *fs, const char *name, const ch
 	if (r < 0)
 		TU_FAIL_AT(file, line, "stat %s: %s", name, strerror(-r));
 	return st.blocks;
+}
+
+/* CRC-32C (Castagnoli, reflected, init and final xor ~0) as docs/FORMAT.md defines the
+ * block checksum: for tests that build or damage images by hand. */
+static inline uint32_t crc32c(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint32_t c = 0xFFFFFFFFu;
+
+	while (len--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+	}
+	return ~c;
 }
 
 #endif
