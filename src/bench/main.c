@@ -47,7 +47,7 @@ static void on_sigint(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: bench [default] [options]     the default run (about half a minute)\n"
+"usage: bench [default] [options]     the default run (about 40 seconds)\n"
 "       bench run --engine LIST [options]   one job per combination of the lists\n"
 "       bench sweep [--quick] [options]      the library grid (engines x sizes x qd/bs ...)\n"
 "       bench db [--help]                    database page patterns (8 KiB pages, O_DIRECT, channels)\n"
