@@ -36,11 +36,11 @@ void *sfs_aligned_alloc(size_t len)
 	return p;
 }
 
-static int fd_pread(struct sfs_dev *dev, void *buf, size_t len, uint64_t off)
+/* Whole-range pread/pwrite: retries EINTR and short transfers; 0 bytes is -EIO. */
+static int fd_rw(int fd, char *p, size_t len, uint64_t off, int write)
 {
-	char *p = buf;
 	while (len) {
-		ssize_t n = pread(dev->fd, p, len, (off_t)off);
+		ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -55,23 +55,14 @@ static int fd_pread(struct sfs_dev *dev, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+static int fd_pread(struct sfs_dev *dev, void *buf, size_t len, uint64_t off)
+{
+	return fd_rw(dev->fd, buf, len, off, 0);
+}
+
 static int fd_pwrite(struct sfs_dev *dev, const void *buf, size_t len, uint64_t off)
 {
-	const char *p = buf;
-	while (len) {
-		ssize_t n = pwrite(dev->fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return fd_rw(dev->fd, (char *)buf, len, off, 1);   /* pwrite only reads buf */
 }
 
 static int fd_sync(struct sfs_dev *dev)
