@@ -13,7 +13,6 @@ VERSION     := 0.1.0
 SOVERSION   := 1
 O           ?= .
 OBJ         := $(O)/obj
-CC          ?= cc
 CFLAGS      ?= -O2 -g
 WARN        := -Wall -Wextra -Werror
 CPPFLAGS    += -Iinclude -D_GNU_SOURCE
@@ -24,14 +23,10 @@ LIBDIR      ?= $(PREFIX)/lib
 BINDIR      ?= $(PREFIX)/bin
 INCDIR      ?= $(PREFIX)/include
 FUZZ_TIME   ?= 60
-comma       := ,
 
 ifeq ($(SANITIZE),1)
 ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS     += -fsanitize=address,undefined
-endif
-ifeq ($(origin CC),default)
-CC := cc
 endif
 
 SFS_SRC    := $(wildcard src/sfs/*.c)
@@ -51,19 +46,18 @@ TESTS      := $(TEST_SRC:tests/%.c=$(OBJ)/t/%)
 LIBSFS     := $(OBJ)/libsfs.a
 SONAME     := libur_fs.so.$(SOVERSION)
 LIBUR      := $(O)/libur_fs.so.$(VERSION)
-SERVER     := $(if $(SERVER_SRC),$(O)/simplefs_server)
-LIBUR_T    := $(if $(LIB_SRC),$(LIBUR))
-BENCH      := $(if $(BENCH_SRC),$(O)/bench)
+SERVER     := $(O)/simplefs_server
+BENCH      := $(O)/bench
 
-# Programs find libur_fs.so beside themselves (or one level up, for tests).
+# Programs find libur_fs.so beside themselves (tests: two levels up, from obj/t/).
 RPATH_TOP  := -Wl,-rpath,'$$ORIGIN'
 RPATH_TEST := -Wl,-rpath,'$$ORIGIN/../..'
-LINK_UR    := $(if $(LIB_SRC),-L$(O) -l:$(SONAME))
+LINK_UR    := -L$(O) -l:$(SONAME)
 BENCH_LIBS := -luring -laio
 
 .PHONY: all test check clean install fuzz run deps
 .SECONDARY:
-all: $(LIBSFS) $(LIBUR_T) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
+all: $(LIBSFS) $(LIBUR) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -79,9 +73,8 @@ $(LIBSFS): $(SFS_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBUR): $(LIB_OBJ) $(wildcard src/lib/libur_fs.map)
-	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(SONAME) \
-	  $(if $(wildcard src/lib/libur_fs.map),-Wl$(comma)--version-script=src/lib/libur_fs.map) \
+$(LIBUR): $(LIB_OBJ) src/lib/libur_fs.map
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/lib/libur_fs.map \
 	  $(LDFLAGS) -o $@ $(LIB_OBJ) -luring $(LDLIBS_BASE)
 	ln -sf libur_fs.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf $(SONAME) $(O)/libur_fs.so
@@ -89,18 +82,18 @@ $(LIBUR): $(LIB_OBJ) $(wildcard src/lib/libur_fs.map)
 $(O)/simplefs_server: $(SERVER_OBJ) $(LIBSFS)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(SERVER_OBJ) $(LIBSFS) $(LDLIBS_BASE)
 
-$(O)/%: $(OBJ)/tools/%.o $(LIBSFS) $(LIBUR_T)
+$(O)/%: $(OBJ)/tools/%.o $(LIBSFS) $(LIBUR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $< $(LIBSFS) $(LINK_UR) $(LDLIBS_BASE)
 
-$(O)/bench: $(BENCH_OBJ) $(LIBSFS) $(LIBUR_T)
+$(O)/bench: $(BENCH_OBJ) $(LIBSFS) $(LIBUR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $(BENCH_OBJ) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
 
 # Tests may use bench's engine objects (all but src/bench/main.c) to test the harness.
 # (bench sources live in src/bench/: a bench/ directory would clash with ./bench.)
 BENCH_LIB_OBJ := $(filter-out $(OBJ)/src/bench/main.o,$(BENCH_OBJ))
-$(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSFS) $(LIBUR_T) $(BENCH_LIB_OBJ)
+$(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSFS) $(LIBUR) $(BENCH_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSFS) $(LINK_UR) $(if $(BENCH_SRC),$(BENCH_LIBS)) $(LDLIBS_BASE)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
 
 # Both README commands install missing Debian packages first (a no-op when present).
 deps:
@@ -128,13 +121,11 @@ install: all
 	install -m 755 $(TOOLS) $(SERVER) $(BENCH) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(LIBSFS) $(DESTDIR)$(LIBDIR)/libsfs.a
 	install -m 644 include/*.h $(DESTDIR)$(INCDIR)/
-ifneq ($(LIB_SRC),)
 	install -m 755 $(LIBUR) $(DESTDIR)$(LIBDIR)/
 	ln -sf libur_fs.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libur_fs.so
 	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|' \
 	  src/lib/libur_fs.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libur_fs.pc
-endif
 
 clean:
 	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(O)/fuzz_sfs $(O)/fuzz-corpus
