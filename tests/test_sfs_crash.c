@@ -197,7 +197,7 @@ static struct sfs_dev *dev;
 static struct sfs *fs;
 static int reorder;                    /* pass 2: dev is an rdev */
 static int big;                        /* pass 3: the split-transaction scenario */
-extern unsigned sfs_debug_jcap __attribute__((weak));   /* src/sfs test knob */
+extern unsigned sfs_debug_jcap;       /* src/sfs test knob (src/sfs/meta.c) */
 static uint64_t arm_base, cut_n;       /* cut at write arm_base + cut_n (0: never) */
 
 static uint64_t dev_writes(void)
@@ -837,31 +837,27 @@ int main(void)
 	nfail += pass_recovery(w);
 
 	/* Pass 3: split transactions, every cut point. */
-	if (&sfs_debug_jcap) {
-		int f3;
+	int f3;
 
-		reorder = 0;
-		big = 1;
-		sfs_debug_jcap = 4;
-		w = run(0);
-		sfs_faultdev_crash(dev);
-		if (check_after_crash() < 0)
-			FAIL("split scenario, no cut: %s", why);
-		sfs_dev_free(dev);
-		f3 = pass(w, 1, 60);
-		nfail += f3;
-		printf("pass 3 (journal capped to 4 blocks, 8 MiB image): %d of %" PRIu64
-		       " cut points (of %" PRIu64 ") failed\n", f3, w < 60 ? w : 60, w);
-		reorder = 1;
-		f3 = pass(w, 1, 30);
-		nfail += f3;
-		reorder = 0;
-		sfs_debug_jcap = 0;
-		printf("pass 3 on the reordering device: %d of %" PRIu64 " crashes failed\n", f3,
-		       w < 30 ? w : 30);
-	} else {
-		printf("pass 3 skipped: this libsfs has no sfs_debug_jcap knob\n");
-	}
+	reorder = 0;
+	big = 1;
+	sfs_debug_jcap = 4;
+	w = run(0);
+	sfs_faultdev_crash(dev);
+	if (check_after_crash() < 0)
+		FAIL("split scenario, no cut: %s", why);
+	sfs_dev_free(dev);
+	f3 = pass(w, 1, 60);
+	nfail += f3;
+	printf("pass 3 (journal capped to 4 blocks, 8 MiB image): %d of %" PRIu64
+	       " cut points (of %" PRIu64 ") failed\n", f3, w < 60 ? w : 60, w);
+	reorder = 1;
+	f3 = pass(w, 1, 30);
+	nfail += f3;
+	reorder = 0;
+	sfs_debug_jcap = 0;
+	printf("pass 3 on the reordering device: %d of %" PRIu64 " crashes failed\n", f3,
+	       w < 30 ? w : 30);
 	for (int i = 0; i < NF; i++) {
 		free(F[i].cur);
 		free(F[i].dur);
