@@ -174,10 +174,8 @@ int main(void)
 		return 77;
 	}
 	snprintf(sfs_bin, sizeof sfs_bin, "%s/sfs", bin);
-	if (access(sfs_bin, X_OK) != 0) {
-		printf("%s: not built\n", sfs_bin);
-		return 77;
-	}
+	if (access(sfs_bin, X_OK) != 0)
+		FAIL("%s: %s (make all builds it)", sfs_bin, strerror(errno));
 	/* a binary file: random bytes, a run of zeros, every byte value */
 	data = malloc(blen);
 	CHECK(data);
