@@ -24,8 +24,10 @@ else
 	list=$(ls "$BIN"/obj/t/test_* 2>/dev/null | sort)
 fi
 for t in $list; do
-	[ -x "$t" ] || continue
 	name=$(basename "$t")
+	if [ ! -x "$t" ]; then   # a test asked for by name that is not built is a failure
+		echo "FAIL $name: $t is not built"; fail=$((fail + 1)); failed="$failed $name"; continue
+	fi
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/urtest.$name.XXXXXX")
 	start=$(date +%s)
 	(cd "$dir" && timeout -k 10 "$TIMEOUT" $TEST_WRAP "$t") > "$dir.log" 2>&1
