@@ -108,26 +108,27 @@ static int sfs_be_stat(void *st, const char *name, struct ur_statx *out)
 	return r;
 }
 
-static int sfs_be_map(void *st, int fd, uint64_t off, uint64_t len, struct ur_extent *ext, int max)
+/* Run an sfs_file_map* call and convert its extents to ur_extent. */
+static int map_with(int (*fn)(struct sfs *, int, uint64_t, uint64_t, struct sfs_extent *, int),
+		    void *st, int fd, uint64_t off, uint64_t len, struct ur_extent *ext, int max)
 {
 	struct sfs_extent e[16];
 	if (max > 16)
 		max = 16;
-	int n = sfs_file_map(st, fd, off, len, e, max);
+	int n = fn(st, fd, off, len, e, max);
 	for (int i = 0; i < n; i++)
 		ext[i] = (struct ur_extent){ e[i].file_off, e[i].img_off, e[i].len };
 	return n;
 }
 
+static int sfs_be_map(void *st, int fd, uint64_t off, uint64_t len, struct ur_extent *ext, int max)
+{
+	return map_with(sfs_file_map, st, fd, off, len, ext, max);
+}
+
 static int sfs_be_map_write(void *st, int fd, uint64_t off, uint64_t len, struct ur_extent *ext, int max)
 {
-	struct sfs_extent e[16];
-	if (max > 16)
-		max = 16;
-	int n = sfs_file_map_write(st, fd, off, len, e, max);
-	for (int i = 0; i < n; i++)
-		ext[i] = (struct ur_extent){ e[i].file_off, e[i].img_off, e[i].len };
-	return n;
+	return map_with(sfs_file_map_write, st, fd, off, len, ext, max);
 }
 
 static int sfs_be_image_fd(void *st, int *direct)
