@@ -155,6 +155,12 @@ static struct sfs_handle *get_handle(struct sfs *fs, int fd)
 	return &fs->handles[fd];
 }
 
+/* Why a write-type call may not change this file system: -EROFS, -EIO, or 0. */
+static int write_err(const struct sfs *fs)
+{
+	return fs->rdonly ? -EROFS : fs->failed ? -EIO : 0;
+}
+
 static void rdlock(struct sfs *fs) { pthread_rwlock_rdlock(&fs->lock); }
 static void wrlock(struct sfs *fs) { pthread_rwlock_wrlock(&fs->lock); }
 static void unlock(struct sfs *fs) { pthread_rwlock_unlock(&fs->lock); }
@@ -553,9 +559,10 @@ static ssize_t file_write(struct sfs *fs, int fd, const void *buf, size_t len,
 		unlock(fs);
 		return -EBADF;
 	}
-	if (fs->rdonly || fs->failed) {
+	int err = write_err(fs);
+	if (err) {
 		unlock(fs);
-		return fs->rdonly ? -EROFS : -EIO;
+		return err;
 	}
 	if (at_pos)
 		off = atomic_load(&h->pos);
@@ -820,11 +827,7 @@ SFS_EXPORT int sfs_file_truncate(struct sfs *fs, int fd, uint64_t size)
 	int r;
 	if (!h || (h->flags & SFS_O_RDONLY))
 		r = -EBADF;
-	else if (fs->rdonly)
-		r = -EROFS;
-	else if (fs->failed)
-		r = -EIO;
-	else
+	else if (!(r = write_err(fs)))
 		r = truncate_locked(fs, h->of, size);
 	unlock(fs);
 	return r;
@@ -841,11 +844,7 @@ SFS_EXPORT int sfs_unlink(struct sfs *fs, const char *name)
 	int s = sfs_lookup(fs, name);
 	if (s < 0)
 		r = -ENOENT;
-	else if (fs->rdonly)
-		r = -EROFS;
-	else if (fs->failed)
-		r = -EIO;
-	else if ((r = sfs_txn_reserve(fs, 1)) == 0) {
+	else if (!(r = write_err(fs)) && (r = sfs_txn_reserve(fs, 1)) == 0) {
 		sfs_hash_remove(fs, (uint32_t)s);
 		fs->nfiles--;
 		struct sfs_ofile *of = fs->ofile_by_slot[s];
@@ -1032,10 +1031,8 @@ SFS_EXPORT int sfs_file_map_write(struct sfs *fs, int fd, uint64_t off, uint64_t
 	int r = 0;
 	if (!h || (h->flags & SFS_O_RDONLY))
 		r = -EBADF;
-	else if (fs->rdonly)
-		r = -EROFS;
-	else if (fs->failed)
-		r = -EIO;
+	else
+		r = write_err(fs);
 	if (r || (h->flags & SFS_O_APPEND)) {
 		unlock(fs);
 		return r;
