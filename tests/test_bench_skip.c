@@ -5,18 +5,14 @@
  * bench program itself prints "skipped: <reason>" and exits 0 for them.
  */
 #include <errno.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../src/bench/bench.h"
+#include "test_seccomp.h"
 
 #define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
 
@@ -28,23 +24,6 @@ static void expect_skip(struct bench_job *job, const char *what, const char *nee
 	if (!strstr(r.reason, needle))
 		FAIL("%s: reason '%s' lacks '%s'", what, r.reason, needle);
 	printf("%s: skipped: %s\n", what, r.reason);
-}
-
-/* Block io_uring_setup with EPERM, as Docker's default seccomp profile does. */
-static int block_io_uring(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -errno;
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
-		return -errno;
-	return 0;
 }
 
 int main(void)
@@ -92,7 +71,7 @@ int main(void)
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (block_io_uring() < 0) {
+		if (block_io_uring(EPERM) < 0) {
 			printf("cannot install a seccomp filter\n");
 			_exit(77);
 		}
