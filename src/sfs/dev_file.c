@@ -82,6 +82,23 @@ static void fd_close(struct sfs_dev *dev)
 	free(f);
 }
 
+/* A device on fd with no mapping yet; NULL when out of memory. */
+static struct filedev *filedev_new(int fd, uint64_t size, int direct)
+{
+	struct filedev *f = calloc(1, sizeof *f);
+	if (!f)
+		return NULL;
+	f->d.pread = fd_pread;
+	f->d.pwrite = fd_pwrite;
+	f->d.sync = fd_sync;
+	f->d.close = fd_close;
+	f->d.size = size;
+	f->d.fd = fd;
+	f->d.direct = direct;
+	f->d.map = NULL;
+	return f;
+}
+
 /* Find the pid holding a lock on (dev, ino) in /proc/locks. */
 static int holder_of(dev_t dv, ino_t ino)
 {
@@ -197,19 +214,11 @@ int sfs_filedev_open(const char *path, unsigned mflags, struct sfs_dev **out,
 		sfs_seterr(err, errlen, "not a regular file or block device");
 		return -EINVAL;
 	}
-	struct filedev *f = calloc(1, sizeof *f);
+	struct filedev *f = filedev_new(fd, size, direct);
 	if (!f) {
 		close(fd);
 		return -ENOMEM;
 	}
-	f->d.pread = fd_pread;
-	f->d.pwrite = fd_pwrite;
-	f->d.sync = fd_sync;
-	f->d.close = fd_close;
-	f->d.size = size;
-	f->d.fd = fd;
-	f->d.direct = direct;
-	f->d.map = NULL;
 	if (!direct && size >= BS && size <= (uint64_t)SIZE_MAX) {
 		void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
 		if (m != MAP_FAILED) {
@@ -225,17 +234,9 @@ int sfs_filedev_open(const char *path, unsigned mflags, struct sfs_dev **out,
  * No mmap; closing it closes the fd. */
 int sfs_filedev_from_fd(int fd, uint64_t size, struct sfs_dev **out)
 {
-	struct filedev *f = calloc(1, sizeof *f);
+	struct filedev *f = filedev_new(fd, size, 0);
 	if (!f)
 		return -ENOMEM;
-	f->d.pread = fd_pread;
-	f->d.pwrite = fd_pwrite;
-	f->d.sync = fd_sync;
-	f->d.close = fd_close;
-	f->d.size = size;
-	f->d.fd = fd;
-	f->d.direct = 0;
-	f->d.map = NULL;
 	*out = &f->d;
 	return 0;
 }
