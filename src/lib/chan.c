@@ -148,6 +148,23 @@ URCH_EXPORT void urch_free_buf(struct urch *ch, void *buf)
 	free(buf);
 }
 
+void urch_reg_set(struct urch *ch, char *base, size_t len, unsigned nr, void **bufs)
+{
+	ch->reg_base = base;
+	ch->reg_len = len;
+	ch->reg_nr = nr;
+	ch->reg_owner = 1;
+	for (unsigned i = 0; i < nr; i++)
+		bufs[i] = base + (size_t)i * len;
+}
+
+void urch_reg_clear(struct urch *ch)
+{
+	ch->reg_base = NULL;
+	ch->reg_nr = 0;
+	ch->reg_owner = 0;
+}
+
 int urch_fixed_index(const struct urch *ch, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -721,21 +738,14 @@ static int ps_reg(struct urch *ch, size_t len, unsigned nr, void **bufs)
 	int r = urch_alloc_buf(ch, len * nr, (void **)&p);
 	if (r < 0)
 		return r;
-	ch->reg_base = p;
-	ch->reg_len = len;
-	ch->reg_nr = nr;
-	ch->reg_owner = 1;
-	for (unsigned i = 0; i < nr; i++)
-		bufs[i] = p + (size_t)i * len;
+	urch_reg_set(ch, p, len, nr, bufs);
 	return 0;
 }
 
 static int ps_unreg(struct urch *ch)
 {
 	free(ch->reg_base);
-	ch->reg_base = NULL;
-	ch->reg_nr = 0;
-	ch->reg_owner = 0;
+	urch_reg_clear(ch);
 	return 0;
 }
 

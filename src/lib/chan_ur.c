@@ -290,12 +290,7 @@ static int ur_reg(struct urch *ch, size_t len, unsigned nr, void **bufs)
 	if (r < 0)
 		return r;
 	c->reg_by = ch;
-	ch->reg_base = iov.iov_base;
-	ch->reg_len = len;
-	ch->reg_nr = nr;
-	ch->reg_owner = 1;
-	for (unsigned i = 0; i < nr; i++)
-		bufs[i] = ch->reg_base + (size_t)i * len;
+	urch_reg_set(ch, iov.iov_base, len, nr, bufs);
 	return 0;
 }
 
@@ -304,9 +299,7 @@ static int ur_unreg(struct urch *ch)
 	struct urctx *c = ctx_of(ch);
 	int r = urfs_unregister_buffers(&c->ring);
 	c->reg_by = NULL;
-	ch->reg_base = NULL;
-	ch->reg_nr = 0;
-	ch->reg_owner = 0;
+	urch_reg_clear(ch);
 	return r < 0 ? r : 0;
 }
 

@@ -149,12 +149,7 @@ static int iu_reg(struct urch *ch, size_t len, unsigned nr, void **bufs)
 		free(p);
 		return r;
 	}
-	ch->reg_base = p;
-	ch->reg_len = len;
-	ch->reg_nr = nr;
-	ch->reg_owner = 1;
-	for (unsigned i = 0; i < nr; i++)
-		bufs[i] = p + (size_t)i * len;
+	urch_reg_set(ch, p, len, nr, bufs);
 	return 0;
 }
 
@@ -162,9 +157,7 @@ static int iu_unreg(struct urch *ch)
 {
 	int r = io_uring_unregister_buffers(ch->priv);
 	free(ch->reg_base);
-	ch->reg_base = NULL;
-	ch->reg_nr = 0;
-	ch->reg_owner = 0;
+	urch_reg_clear(ch);
 	return r < 0 ? r : 0;
 }
 
