@@ -296,29 +296,23 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		return s->be->close(s->bst, q->fd);
 	case UR_OP_READ:
 	case UR_OP_WRITE:
-		if (!fd_ok(s, q->fd))
-			return -EBADF;
-		if (q->len > INT32_MAX || !off_ok(q->off))
-			return -EINVAL;
-		if (!data_ok(s, q->addr, q->len))
-			return -EFAULT;
-		*expect = q->len;
-		if ((r = rw_async(s, q, q->opcode == UR_OP_WRITE)) != UR_AIO_NOT_ASYNC)
-			return r;
-		return do_rw(s, q->opcode == UR_OP_WRITE, q->fd, q->addr, q->len, q->off);
 	case UR_OP_READ_FIXED:
-	case UR_OP_WRITE_FIXED:
+	case UR_OP_WRITE_FIXED: {
+		int fixed = q->opcode == UR_OP_READ_FIXED || q->opcode == UR_OP_WRITE_FIXED;
+		int wr = q->opcode == UR_OP_WRITE || q->opcode == UR_OP_WRITE_FIXED;
 		if (!fd_ok(s, q->fd))
 			return -EBADF;
 		if (q->len > INT32_MAX || !off_ok(q->off))
 			return -EINVAL;
-		if (q->buf_index >= s->nbufs ||
-		    !inside(q->addr, q->len, s->bufs[q->buf_index].off, s->bufs[q->buf_index].len))
+		if (fixed ? q->buf_index >= s->nbufs ||
+			    !inside(q->addr, q->len, s->bufs[q->buf_index].off, s->bufs[q->buf_index].len)
+			  : !data_ok(s, q->addr, q->len))
 			return -EFAULT;
 		*expect = q->len;
-		if ((r = rw_async(s, q, q->opcode == UR_OP_WRITE_FIXED)) != UR_AIO_NOT_ASYNC)
+		if ((r = rw_async(s, q, wr)) != UR_AIO_NOT_ASYNC)
 			return r;
-		return do_rw(s, q->opcode == UR_OP_WRITE_FIXED, q->fd, q->addr, q->len, q->off);
+		return do_rw(s, wr, q->fd, q->addr, q->len, q->off);
+	}
 	case UR_OP_READV:
 	case UR_OP_WRITEV:
 		if (!fd_ok(s, q->fd))
