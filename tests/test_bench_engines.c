@@ -129,8 +129,8 @@ int main(void)
 	memset(junk, 0x5a, sizeof(junk));
 	if (fd < 0 || sfs_file_pwrite(fs, fd, junk, sizeof(junk), 300 * 512) != 512)
 		FAIL("corrupt");
-	sfs_file_close(fs, fd);
-	sfs_unmount(fs);
+	if (sfs_file_close(fs, fd) < 0 || sfs_unmount(fs) < 0)
+		FAIL("corrupt: close or unmount failed");
 	const char *both[] = { "sfs", "ur", "ur:fixedbufs" };
 	for (int i = 0; i < 3; i++) {
 		if (run(both[i], BENCH_RW_READ, 1, 8, 4096) != -1 || r.status != BENCH_FAILED ||
