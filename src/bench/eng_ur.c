@@ -46,10 +46,9 @@ static void fill_params(struct bench_td *td, struct urfs_params *p, unsigned fla
 }
 
 /* One request, synchronously; returns cqe->res. */
-static int sync_op(struct urfs_ring *ring, struct urfs_sqe *sqe)
+static int sync_op(struct urfs_ring *ring)
 {
 	struct urfs_cqe *cqe;
-	(void)sqe;
 	int r = urfs_submit_and_wait(ring, 1);
 	if (r < 0)
 		return r;
@@ -67,7 +66,7 @@ static int ur_open_file(struct urfs_ring *ring, const char *name, unsigned flags
 	if (!sqe)
 		return -EBUSY;
 	urfs_prep_openat(sqe, name, flags);
-	return sync_op(ring, sqe);
+	return sync_op(ring);
 }
 
 static int ur_close_file(struct urfs_ring *ring, int fd)
@@ -76,7 +75,7 @@ static int ur_close_file(struct urfs_ring *ring, int fd)
 	if (!sqe)
 		return -EBUSY;
 	urfs_prep_close(sqe, fd);
-	return sync_op(ring, sqe);
+	return sync_op(ring);
 }
 
 static int ur_rw(struct urfs_ring *ring, int write, int fd, void *buf, unsigned len, uint64_t off)
@@ -88,7 +87,7 @@ static int ur_rw(struct urfs_ring *ring, int write, int fd, void *buf, unsigned 
 		urfs_prep_write(sqe, fd, buf, len, off);
 	else
 		urfs_prep_read(sqe, fd, buf, len, off);
-	return sync_op(ring, sqe);
+	return sync_op(ring);
 }
 
 /* Make td->fname exist in the image with the job's size and stamps. */
@@ -118,7 +117,7 @@ static int urb_prepare(struct bench_td *td)
 		struct urfs_sqe *sq = fd >= 0 ? urfs_get_sqe(&ring) : NULL;
 		if (sq) {
 			urfs_prep_statx(sq, fd, NULL, &stx);
-			good = sync_op(&ring, sq) == 0 && stx.size == job->size && job->size >= 4096;
+			good = sync_op(&ring) == 0 && stx.size == job->size && job->size >= 4096;
 		}
 		uint64_t offs[3] = { 0, (job->size / 2) & ~4095ull, (job->size - 4096) & ~4095ull };
 		for (int i = 0; i < 3 && good; i++)
@@ -154,7 +153,7 @@ static int urb_prepare(struct bench_td *td)
 		goto out;
 	}
 	urfs_prep_statx(sqe, fd, NULL, &stx);
-	e = sync_op(&ring, sqe);
+	e = sync_op(&ring);
 	if (e < 0) {
 		bench_set_reason(td, e, "ur: statx %s: %s", td->fname, strerror(-e));
 		goto out;
@@ -176,7 +175,7 @@ static int urb_prepare(struct bench_td *td)
 		goto out;
 	}
 	urfs_prep_ftruncate(sqe, fd, 0);
-	e = sync_op(&ring, sqe);
+	e = sync_op(&ring);
 	if (e < 0) {
 		bench_set_reason(td, e, "ur: truncate %s: %s", td->fname, strerror(-e));
 		goto out;
