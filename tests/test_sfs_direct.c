@@ -29,8 +29,7 @@ static size_t msize[NF];
 static uint64_t rng = 99;
 static uint32_t rnd(void)
 {
-	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-	return (uint32_t)(rng >> 33);
+	return tu_lcg32(&rng);
 }
 
 static void verify(struct sfs *fs, const char *when)

@@ -255,10 +255,7 @@ static void reset(void) { memcpy(img, base, IMG_SIZE); }
 static uint64_t rng = 0x1234567;
 static uint32_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)rng;
+	return (uint32_t)tu_xorshift64(&rng);
 }
 
 /* A journal transaction by hand: log blocks at slots start.., header last. */

@@ -34,8 +34,7 @@ static struct mf f[NF];
 static uint64_t rng = 12345;
 static uint32_t rnd(void)
 {
-	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-	return (uint32_t)(rng >> 33);
+	return tu_lcg32(&rng);
 }
 
 static void verify_all(struct sfs *fs, const char *when)

@@ -39,10 +39,7 @@ static struct mfile files[NFILES];
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return tu_xorshift64(&rng);
 }
 
 static void mreserve(struct mfile *f, size_t size)

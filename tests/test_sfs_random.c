@@ -44,10 +44,7 @@ static uint64_t rs;
 
 static uint32_t rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return (uint32_t)(rs >> 11);
+	return (uint32_t)(tu_xorshift64(&rs) >> 11);
 }
 
 static void do_mount(void)

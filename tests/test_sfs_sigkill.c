@@ -44,8 +44,7 @@ static uint8_t pat(unsigned file, uint64_t pos)
 static uint64_t rng;
 static uint32_t rnd(void)
 {
-	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-	return (uint32_t)(rng >> 33);
+	return tu_lcg32(&rng);
 }
 
 static void send_rec(int wfd, uint32_t file, uint64_t size)

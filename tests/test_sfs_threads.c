@@ -33,12 +33,6 @@ static size_t wsize[NW];
 
 static uint8_t shared_byte(uint64_t p) { return (uint8_t)(p * 2654435761u >> 11); }
 
-static uint32_t rnd(uint64_t *s)
-{
-	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
-	return (uint32_t)(*s >> 33);
-}
-
 static void *writer(void *arg)
 {
 	int id = (int)(intptr_t)arg;
@@ -51,18 +45,18 @@ static void *writer(void *arg)
 	fd = sfs_file_open(fs, name, SFS_O_CREAT);
 	CHECK(fd >= 0);
 	for (int op = 0; op < 400; op++) {
-		size_t len = 1 + rnd(&s) % sizeof buf;
+		size_t len = 1 + tu_lcg32(&s) % sizeof buf;
 		uint64_t off;
 		ssize_t n;
 
 		if (op % 3 == 2 && wsize[id])
-			off = rnd(&s) % wsize[id];        /* overwrite (maybe growing) */
+			off = tu_lcg32(&s) % wsize[id];        /* overwrite (maybe growing) */
 		else
 			off = wsize[id];                  /* append */
 		if (off + len > WSIZE)
-			off = rnd(&s) % (WSIZE - len);
+			off = tu_lcg32(&s) % (WSIZE - len);
 		for (size_t k = 0; k < len; k++)
-			buf[k] = (uint8_t)(rnd(&s) | 1);
+			buf[k] = (uint8_t)(tu_lcg32(&s) | 1);
 		n = sfs_file_pwrite(fs, fd, buf, len, off);
 		if (n != (ssize_t)len)
 			FAIL("writer %d: pwrite returned %zd", id, n);
@@ -75,8 +69,8 @@ static void *writer(void *arg)
 			CHECK_EQ(sfs_file_fsync(fs, fd), 0);
 		if (op % 20 == 7) {                   /* read back a range of its own */
 			static __thread uint8_t rb[70000];
-			uint64_t ro = rnd(&s) % wsize[id];
-			size_t rl = 1 + rnd(&s) % sizeof rb;
+			uint64_t ro = tu_lcg32(&s) % wsize[id];
+			size_t rl = 1 + tu_lcg32(&s) % sizeof rb;
 
 			if (rl > wsize[id] - ro)
 				rl = wsize[id] - ro;
@@ -99,8 +93,8 @@ static void *reader(void *arg)
 
 	CHECK(fd >= 0);
 	while (atomic_load(&writers_done) < NW || rounds < 200) {
-		uint64_t off = rnd(&s) % SHARED;
-		size_t len = 1 + rnd(&s) % sizeof buf;
+		uint64_t off = tu_lcg32(&s) % SHARED;
+		size_t len = 1 + tu_lcg32(&s) % sizeof buf;
 		ssize_t n = sfs_file_pread(fs, fd, buf, len, off);
 		size_t want = SHARED - off < len ? SHARED - off : len;
 
@@ -126,7 +120,7 @@ static void *churn(void *arg)
 	(void)arg;
 	while (atomic_load(&writers_done) < NW || n < 50) {
 		char name[16];
-		size_t len = 1 + rnd(&s) % sizeof buf;
+		size_t len = 1 + tu_lcg32(&s) % sizeof buf;
 		int fd;
 
 		snprintf(name, sizeof name, "tmp%d", n++ % 3);

@@ -29,8 +29,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-	return rng;
+	return tu_xorshift64(&rng);
 }
 
 static int32_t sync1(struct urfs_sqe *s)

@@ -36,8 +36,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-	return rng;
+	return tu_xorshift64(&rng);
 }
 
 static void fill(unsigned char *b, uint32_t len)

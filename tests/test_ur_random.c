@@ -28,8 +28,7 @@ static uint64_t rng = 88172645463325252ull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-	return rng;
+	return tu_xorshift64(&rng);
 }
 
 struct op {

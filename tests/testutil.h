@@ -1,5 +1,6 @@
 /* testutil.h: the assertion macros and small SimpleFS helpers shared by the test programs
- * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count, crc32c).
+ * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count, crc32c,
+ * the seeded pseudo-random generators).
  * Header only (static inline), included as "testutil.h" by tests/test_*.c.
  * It must never hide a failure: every helper exits 1 with the caller's file:line on error. */
 #ifndef TESTUTIL_H
@@ -78,6 +79,23 @@ static inline uint32_t crc32c(const void *buf, size_t len)
 			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
 	}
 	return ~c;
+}
+
+/* The tests' pseudo-random generators, on a caller-held state (fixed seeds, so a failing
+ * run replays): xorshift64 returns the new state; the LCG (Knuth's MMIX constants) returns
+ * the high 32 bits of its new state. */
+static inline uint64_t tu_xorshift64(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static inline uint32_t tu_lcg32(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(*s >> 33);
 }
 
 #endif
