@@ -270,6 +270,16 @@ static const char *fmt_sc(char *buf, size_t n, const struct bench_result *r)
 	return buf;
 }
 
+/* Context switches per I/O of a completed run. */
+static const char *fmt_cs(char *buf, size_t n, const struct bench_result *r)
+{
+	if (r->med.ctxsw < 0)
+		snprintf(buf, n, "n/a");
+	else
+		snprintf(buf, n, "%.3f", (double)r->med.ctxsw / (double)r->med.ios);
+	return buf;
+}
+
 /* The default run keeps about 50 results for its tables: a fixed pool. */
 static struct bench_result *keep(const struct bench_result *r)
 {
@@ -399,14 +409,10 @@ static int cmd_default(struct cli *c)
 				       r->status == BENCH_SKIPPED ? "skipped" : "FAILED", r->reason);
 				continue;
 			}
-			char cs[32];
-			if (r->med.ctxsw < 0)
-				snprintf(cs, sizeof(cs), "n/a");
-			else
-				snprintf(cs, sizeof(cs), "%.3f", (double)r->med.ctxsw / (double)r->med.ios);
 			printf("| %-14s | %-8s | %10.0f | %10.2f | %9.2f | %11s | %9s | %9.2f |\n",
 			       qd64[i], d ? "O_DIRECT" : "buffered", r->med.iops, r->med.mibs,
-			       r->lat_p99, fmt_sc(b1, sizeof(b1), r), cs, cpu_us_io(r));
+			       r->lat_p99, fmt_sc(b1, sizeof(b1), r), fmt_cs(b2, sizeof(b2), r),
+			       cpu_us_io(r));
 			fflush(stdout);
 		}
 	printf("\nRatios, 4 KiB random read IOPS at qd 64\n");
@@ -487,14 +493,9 @@ static int cmd_default(struct cli *c)
 			       r->status == BENCH_SKIPPED ? "skipped" : "FAILED", r->reason);
 			continue;
 		}
-		char cs[32];
-		if (r->med.ctxsw < 0)
-			snprintf(cs, sizeof(cs), "n/a");
-		else
-			snprintf(cs, sizeof(cs), "%.3f", (double)r->med.ctxsw / (double)r->med.ios);
 		printf("| %-8s | %3u | %12.0f | %10.2f | %11s | %11s | %9.2f |\n", nops[i].engine,
-		       nops[i].qd, r->med.iops, r->lat_p50, fmt_sc(b1, sizeof(b1), r), cs,
-		       cpu_us_io(r));
+		       nops[i].qd, r->med.iops, r->lat_p50, fmt_sc(b1, sizeof(b1), r),
+		       fmt_cs(b2, sizeof(b2), r), cpu_us_io(r));
 		fflush(stdout);
 	}
 	if (nr[0] && nr[1] && nr[2] && nr[3])
