@@ -75,7 +75,8 @@ static inline const char *cfg_prepare(const struct cfg *c)
 	}
 	struct urch *ch;
 	int r = cfg_open(c, URCH_CREATE, 8, &ch);
-	if (r == -ENOSYS || r == -EPERM) {
+	/* only io_uring can be absent (ENOSYS) or blocked (EPERM, seccomp); psync and ur must open */
+	if (c->engine == URCH_IO_URING && (r == -ENOSYS || r == -EPERM)) {
 		snprintf(why, sizeof(why), "%s: engine unavailable: %s", c->label, strerror(-r));
 		return why;
 	}
