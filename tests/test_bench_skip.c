@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "../src/bench/bench.h"
-#include "test_seccomp.h"
+#include "../src/common/noring.h"
 
 #define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
 
@@ -71,7 +71,7 @@ int main(void)
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (block_io_uring(EPERM) < 0) {
+		if (noring_block(EPERM) < 0) {
 			printf("cannot install a seccomp filter\n");
 			_exit(77);
 		}
