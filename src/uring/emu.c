@@ -102,7 +102,7 @@ int uwrite(void *dst, const void *src, size_t n)
 #define OFF_CQ_OVERFLOW 284
 #define OFF_CQES 320
 
-#define EMU_SETUP_FLAGS (IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF | IORING_SETUP_CQSIZE | \
+#define EMU_SETUP_FLAGS (IORING_SETUP_IOPOLL | IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF | IORING_SETUP_CQSIZE | \
 	IORING_SETUP_CLAMP | IORING_SETUP_ATTACH_WQ | IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL | \
 	IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | \
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)
@@ -173,7 +173,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		if (p.resv[i])
 			return -EINVAL;
 	if (p.flags & ~EMU_SETUP_FLAGS)
-		return -EINVAL;                      /* IOPOLL and unknown flags: see DROPIN.md */
+		return -EINVAL;                      /* unknown flags */
 	if ((p.flags & IORING_SETUP_SQ_AFF) && !(p.flags & IORING_SETUP_SQPOLL))
 		return -EINVAL;
 	if ((p.flags & IORING_SETUP_DEFER_TASKRUN) &&
@@ -212,7 +212,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	if (!r)
 		return -ENOMEM;
 	atomic_init(&r->refs, 1);
-	r->fd = r->evfd = r->evfd_async = r->wake_fd = r->aio_efd = -1;
+	r->fd = r->evfd = r->evfd_async = r->wake_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->sq_lock, NULL);
 	pthread_cond_init(&r->wq_cond, NULL);
@@ -461,14 +461,18 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 	for (;;) {
 		struct ureq *run = NULL;
 		pthread_mutex_lock(&r->lock);
-		flush_overflow_locked(r);
 		if (r->aio_inflight)
 			kaio_reap_locked(r, &run);
+		flush_overflow_locked(r);
 		int enough = cq_ready(r) >= min || r->dying;
-		if (!enough && !run)
+		if (!enough && !run) {
+			/* Clear, then look again: a CQE or AIO completion after the
+			 * clear writes the eventfd again, so ppoll cannot miss it. */
 			efd_clear_locked(r);
-		/* A CQE posted after the clear writes the eventfd again. */
-		enough = enough || cq_ready(r) >= min;
+			if (r->aio_inflight)
+				kaio_reap_locked(r, &run);
+			enough = cq_ready(r) >= min;
+		}
 		pthread_mutex_unlock(&r->lock);
 		if (run) {
 			exec_issue_list(run, CTX_INLINE);

@@ -147,8 +147,8 @@ static void fill_fent(int fd, struct fent *fe)
 			fe->kind = FK_REG;
 		else if (S_ISSOCK(st.st_mode))
 			fe->kind = FK_SOCK;
-		else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
-			fe->kind = FK_POLL;
+		else if (!S_ISDIR(st.st_mode))
+			fe->kind = FK_POLL;     /* pipes, ttys, eventfd, timerfd, ...: streams */
 	}
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0) {
@@ -1498,6 +1498,14 @@ static void release_deferred_locked(struct emu_ring *r, struct ureq **run)
 		}
 		break;
 	}
+}
+
+/* One request fewer in flight: a drain waiting for zero may go. */
+void exec_inflight_dec_locked(struct emu_ring *r, struct ureq **run)
+{
+	r->inflight--;
+	if (r->inflight == 0 && r->defer_head)
+		release_deferred_locked(r, run);
 }
 
 void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)

@@ -168,7 +168,6 @@ struct emu_ring {
 	/* kernel AIO for O_DIRECT */
 	int aio_state;                 /* 0 untried, 1 on, -1 unavailable */
 	aio_context_t aio_ctx;
-	int aio_efd;
 	unsigned aio_inflight, aio_max;
 	struct iocb *aio_pend[64];
 	int aio_npend;
@@ -209,6 +208,7 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err);
 void exec_run(struct ureq *q, int ctx);
 void exec_complete(struct ureq *q, int32_t res);
 void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **next);
+void exec_inflight_dec_locked(struct emu_ring *r, struct ureq **run);
 void exec_issue_list(struct ureq *list, int ctx);
 int exec_supported(unsigned op);
 void exec_put_locked(struct emu_ring *r, struct ureq *q);
