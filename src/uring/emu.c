@@ -1155,7 +1155,9 @@ int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr)
 		int e = 0;
 		if (!r->files)
 			e = -ENXIO;
-		else if (rg.off + rg.len < rg.off || rg.off + rg.len > r->nfiles)
+		else if (rg.off + rg.len < rg.off)
+			e = -EOVERFLOW;
+		else if (rg.off + rg.len > r->nfiles)
 			e = -EINVAL;
 		else {
 			r->alloc_lo = rg.off;

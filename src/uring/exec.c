@@ -274,6 +274,15 @@ static int prep(struct emu_ring *r, struct ureq *q)
 		    op != IORING_OP_RECVMSG)
 			return -EINVAL;
 	}
+	if (is_rw(op)) {
+		/* ioprio as ioprio_set(2) takes it: class 0..3, level below 8 */
+		unsigned cls = s->ioprio >> 13, lvl = s->ioprio & 0x1fff;
+		if (cls > 3 || ((cls == 1 || cls == 2) && lvl >= 8))
+			return -EINVAL;
+	} else if (s->ioprio && op != IORING_OP_NOP && op != IORING_OP_SEND && op != IORING_OP_RECV &&
+		   op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG && op != IORING_OP_ACCEPT) {
+		return -EINVAL;
+	}
 	if ((s->flags & IOSQE_FIXED_FILE) && !r->files &&
 	    op != IORING_OP_NOP && op != IORING_OP_TIMEOUT && op != IORING_OP_LINK_TIMEOUT)
 		return -EBADF;
@@ -495,7 +504,7 @@ static int32_t op_provide(struct ureq *q)
 		b->bid = (uint16_t)(bid + i);
 		g->count++;
 	}
-	e = (int)nbufs;
+	e = 0;                  /* the kernel answers 0, not the count its man page names */
 out:
 	pthread_mutex_unlock(&r->lock);
 	return e;
@@ -726,6 +735,10 @@ static int32_t op_rw(struct ureq *q, int ctx)
 
 /* ---- network ---- */
 
+static int stream_sock(int fd);
+static int advance_iov(struct ureq *q, uint64_t n);
+static int stabilize_msg(struct ureq *q);
+
 static int32_t op_sendrecv(struct ureq *q, int ctx)
 {
 	struct io_uring_sqe *s = &q->sqe;
@@ -792,13 +805,54 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 	}
 	if (ctx == CTX_INLINE)
 		atomic_fetch_add_explicit(&q->r->st_inline, 1, memory_order_relaxed);
-	if ((flags & MSG_WAITALL) && !msg && !q->has_buf && n > 0 && q->done + (uint64_t)n < s->len) {
-		q->done += (uint64_t)n;
-		goto wait;
+	if ((flags & MSG_WAITALL) && !q->has_buf && n > 0 && stream_sock(q->fd)) {
+		if (!msg && q->done + (uint64_t)n < s->len) {
+			q->done += (uint64_t)n;
+			goto wait;
+		}
+		if (msg && (e = stabilize_msg(q)) < 0)
+			return e;
+		if (msg && advance_iov(q, (uint64_t)n)) {
+			q->done += (uint64_t)n;
+			q->msg.msg_iov = q->iov;
+			q->msg.msg_iovlen = (size_t)q->niov;
+			goto wait;
+		}
 	}
 	return (int32_t)(q->done + (uint64_t)n);
 wait:
-	if (msg && !q->umsg) {
+	if (msg && (e = stabilize_msg(q)) < 0)
+		return e;
+	return exec_wait_ready(q, is_send ? POLLOUT : POLLIN);
+}
+
+static int stream_sock(int fd)
+{
+	int t = 0;
+	socklen_t l = sizeof(t);
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &t, &l) == 0 && t == SOCK_STREAM;
+}
+
+/* Drop n bytes from the front of q->iov (our copy); 1 if some remain. */
+static int advance_iov(struct ureq *q, uint64_t n)
+{
+	int k = 0;
+	while (k < q->niov && n >= q->iov[k].iov_len)
+		n -= q->iov[k++].iov_len;
+	if (k == q->niov)
+		return 0;
+	memmove(q->iov, q->iov + k, (size_t)(q->niov - k) * sizeof(*q->iov));
+	q->niov -= k;
+	q->iov[0].iov_base = (char *)q->iov[0].iov_base + n;
+	q->iov[0].iov_len -= n;
+	return 1;
+}
+
+/* Keep our own copy of a SENDMSG/RECVMSG header and its iovecs (SUBMIT_STABLE). */
+static int stabilize_msg(struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	if (!q->umsg) {
 		/* Keep our own copy of the header and its iovecs (SUBMIT_STABLE). */
 		struct msghdr *um = (struct msghdr *)(uintptr_t)s->addr;
 		if (ucopy(&q->msg, um, sizeof(q->msg)) < 0)
@@ -821,7 +875,7 @@ wait:
 			q->msg.msg_iov = v;
 		}
 	}
-	return exec_wait_ready(q, is_send ? POLLOUT : POLLIN);
+	return 0;
 }
 
 static int install_direct(struct ureq *q, int fd)
@@ -885,7 +939,7 @@ static int32_t op_accept(struct ureq *q, int ctx)
 	return s->file_index ? install_direct(q, fd) : fd;
 }
 
-static int32_t op_connect(struct ureq *q, int ctx)
+static int32_t op_connect(struct ureq *q)
 {
 	struct io_uring_sqe *s = &q->sqe;
 	int e = req_file(q);
@@ -898,15 +952,22 @@ static int32_t op_connect(struct ureq *q, int ctx)
 			return -errno;
 		return -err;
 	}
-	if (!q->fe.nonblock && ctx != CTX_WORKER)
-		return exec_punt(q);              /* a blocking connect: a worker waits */
-	if (connect(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t)s->off) == 0)
+	/* Started without blocking (O_NONBLOCK for the call only), finished on the
+	 * reactor: a connect in progress can be cancelled or timed out. */
+	int fl = q->fe.nonblock ? -1 : fcntl(q->fd, F_GETFL);
+	if (fl >= 0 && fcntl(q->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		fl = -1;
+	int r = connect(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t)s->off);
+	int err = errno;
+	if (fl >= 0)
+		fcntl(q->fd, F_SETFL, fl);
+	if (r == 0)
 		return 0;
-	if (errno == EINPROGRESS && ctx != CTX_WORKER) {
+	if (err == EINPROGRESS) {
 		q->connecting = 1;
 		return exec_wait_ready(q, POLLOUT);
 	}
-	return -errno;
+	return -err;
 }
 
 /* ---- file system and misc ---- */
@@ -1337,7 +1398,7 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 	case IORING_OP_ACCEPT:
 		return op_accept(q, ctx);
 	case IORING_OP_CONNECT:
-		return op_connect(q, ctx);
+		return op_connect(q);
 	case IORING_OP_SHUTDOWN:
 		if ((e = req_file(q)))
 			return e;
@@ -1463,16 +1524,18 @@ static void push_run(struct ureq **run, struct ureq *q)
 }
 
 /* Complete one request that never ran: -ECANCELED (or its own prep error). */
-static void cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res)
+static void cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res, int quiet)
 {
 	if (m->lt) {
 		struct ureq *lt = m->lt;
 		m->lt = NULL;
-		emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
+		if (!quiet)
+			emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
 		r->inflight--;
 		exec_put_locked(r, lt);
 	}
-	emu_post(r, m->sqe.user_data, res, 0, 1);
+	if (!quiet)
+		emu_post(r, m->sqe.user_data, res, 0, 1);
 	r->ncompleted++;
 	r->inflight--;
 	exec_put_locked(r, m);
@@ -1540,9 +1603,12 @@ void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
 	q->link = NULL;
 	if (next) {
 		if (failed && !(q->sqe.flags & IOSQE_IO_HARDLINK)) {
+			/* A failed request that asked to skip its success CQE also
+			 * silences the cancellations of the rest of its chain (as the kernel). */
+			int quiet = !!(q->sqe.flags & IOSQE_CQE_SKIP_SUCCESS);
 			while (next) {
 				struct ureq *n2 = next->link;
-				cancel_one_locked(r, next, next->prep_err ? next->prep_err : -ECANCELED);
+				cancel_one_locked(r, next, next->prep_err ? next->prep_err : -ECANCELED, quiet);
 				next = n2;
 			}
 		} else {
@@ -1570,7 +1636,7 @@ static void fail_chain_locked(struct emu_ring *r, struct ureq *h)
 {
 	while (h) {
 		struct ureq *n = h->link;
-		cancel_one_locked(r, h, h->prep_err ? h->prep_err : -ECANCELED);
+		cancel_one_locked(r, h, h->prep_err ? h->prep_err : -ECANCELED, 0);
 		h = n;
 	}
 }
