@@ -932,8 +932,8 @@ static int32_t op_accept(struct ureq *q, int ctx)
 		flags |= SOCK_CLOEXEC;
 	int fd = accept4(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t *)(uintptr_t)s->addr2, flags);
 	if (fd < 0) {
-		if (errno == EAGAIN && ctx != CTX_WORKER && !q->fe.nonblock)
-			return exec_wait_ready(q, POLLIN);
+		if (errno == EAGAIN && ctx != CTX_WORKER)
+			return exec_wait_ready(q, POLLIN);   /* O_NONBLOCK too: the kernel polls */
 		return -errno;
 	}
 	return s->file_index ? install_direct(q, fd) : fd;
