@@ -396,9 +396,9 @@ void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int
 		if (!o) {
 			__atomic_fetch_add(r->cq_overflow, 1, __ATOMIC_RELAXED);
 		} else {
-			o->cqe.user_data = ud;
-			o->cqe.res = res;
-			o->cqe.flags = cflags;
+			o->user_data = ud;
+			o->res = res;
+			o->flags = cflags;
 			if (r->ovf_tail)
 				r->ovf_tail->next = o;
 			else
@@ -426,7 +426,7 @@ static void flush_overflow_locked(struct emu_ring *r)
 	unsigned head = __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
 	while (r->ovf_head && tail - head < r->cq_entries) {
 		struct ovf *o = r->ovf_head;
-		cq_write(r, tail, o->cqe.user_data, o->cqe.res, o->cqe.flags, NULL);
+		cq_write(r, tail, o->user_data, o->res, o->flags, NULL);
 		tail++;
 		r->ovf_head = o->next;
 		r->novf--;

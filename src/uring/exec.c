@@ -1529,7 +1529,7 @@ static void cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res, i
 	if (m->lt) {
 		struct ureq *lt = m->lt;
 		m->lt = NULL;
-		if (!quiet)
+		if (!quiet && !(lt->sqe.flags & IOSQE_CQE_SKIP_SUCCESS))
 			emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
 		r->inflight--;
 		exec_put_locked(r, lt);
@@ -1578,7 +1578,9 @@ void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
 		struct ureq *lt = q->lt;
 		q->lt = NULL;
 		lt->lt_target = NULL;
-		emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
+		/* disarmed because its request finished: a "success" it may skip */
+		if (!(lt->sqe.flags & IOSQE_CQE_SKIP_SUCCESS))
+			emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
 		r->inflight--;
 		exec_put_locked(r, lt);
 	}

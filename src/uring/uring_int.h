@@ -97,8 +97,9 @@ struct ureq {
 
 struct ovf {                       /* one CQE waiting for room in the CQ */
 	struct ovf *next;
-	struct io_uring_cqe cqe;
-	uint64_t big[2];
+	uint64_t user_data;
+	int32_t res;
+	uint32_t flags;
 };
 
 struct pbuf {                      /* one provided buffer (PROVIDE_BUFFERS) */
