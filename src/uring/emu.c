@@ -929,38 +929,20 @@ static int reg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
 	    ucopy(&c, (char *)(uintptr_t)reg.ring_addr + reg.ring_entries * sizeof(struct io_uring_buf) - 1, 1) < 0)
 		return -EFAULT;
 	pthread_mutex_lock(&r->lock);
-	struct bgroup *g = NULL;
-	for (unsigned i = 0; i < r->ngroups; i++)
-		if (r->groups[i].used && r->groups[i].bgid == reg.bgid)
-			g = &r->groups[i];
 	int e = 0;
+	struct bgroup *g = exec_group_locked(r, reg.bgid, 0);
 	if (g && (g->is_ring || g->count)) {
 		e = -EEXIST;
+	} else if (!g && !(g = exec_group_locked(r, reg.bgid, 1))) {
+		e = -ENOMEM;
 	} else {
-		if (!g) {
-			for (unsigned i = 0; i < r->ngroups; i++)
-				if (!r->groups[i].used)
-					g = &r->groups[i];
-		}
-		if (!g) {
-			struct bgroup *ng = realloc(r->groups, (r->ngroups + 1) * sizeof(*ng));
-			if (!ng) {
-				e = -ENOMEM;
-			} else {
-				r->groups = ng;
-				g = &ng[r->ngroups++];
-				memset(g, 0, sizeof(*g));
-			}
-		}
-		if (g) {
-			free(g->bufs);
-			memset(g, 0, sizeof(*g));
-			g->used = 1;
-			g->is_ring = 1;
-			g->bgid = reg.bgid;
-			g->br = (struct io_uring_buf_ring *)(uintptr_t)reg.ring_addr;
-			g->entries = reg.ring_entries;
-		}
+		free(g->bufs);
+		memset(g, 0, sizeof(*g));
+		g->used = 1;
+		g->is_ring = 1;
+		g->bgid = reg.bgid;
+		g->br = (struct io_uring_buf_ring *)(uintptr_t)reg.ring_addr;
+		g->entries = reg.ring_entries;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return e;

@@ -384,6 +384,29 @@ static struct bgroup *group_find(struct emu_ring *r, uint16_t bgid)
 	return NULL;
 }
 
+/* The buffer group bgid; with create, a new empty one if there is none
+ * (NULL: out of memory). Ring lock held. */
+struct bgroup *exec_group_locked(struct emu_ring *r, uint16_t bgid, int create)
+{
+	struct bgroup *g = group_find(r, bgid);
+	if (g || !create)
+		return g;
+	for (unsigned i = 0; i < r->ngroups && !g; i++)
+		if (!r->groups[i].used)
+			g = &r->groups[i];
+	if (!g) {
+		struct bgroup *ng = realloc(r->groups, (r->ngroups + 1) * sizeof(*ng));
+		if (!ng)
+			return NULL;
+		r->groups = ng;
+		g = &ng[r->ngroups++];
+	}
+	memset(g, 0, sizeof(*g));
+	g->used = 1;
+	g->bgid = bgid;
+	return g;
+}
+
 static int select_buf(struct ureq *q, uint32_t want)
 {
 	if (q->has_buf)
@@ -459,27 +482,10 @@ static int32_t op_provide(struct ureq *q)
 		return -EOVERFLOW;
 	int e = 0;
 	pthread_mutex_lock(&r->lock);
-	struct bgroup *g = group_find(r, s->buf_group);
-	if (g && g->is_ring) {
-		e = -EINVAL;
+	struct bgroup *g = exec_group_locked(r, s->buf_group, 1);
+	if (!g || g->is_ring) {
+		e = g ? -EINVAL : -ENOMEM;
 		goto out;
-	}
-	if (!g) {
-		for (unsigned i = 0; i < r->ngroups && !g; i++)
-			if (!r->groups[i].used)
-				g = &r->groups[i];
-		if (!g) {
-			struct bgroup *ng = realloc(r->groups, (r->ngroups + 1) * sizeof(*ng));
-			if (!ng) {
-				e = -ENOMEM;
-				goto out;
-			}
-			r->groups = ng;
-			g = &ng[r->ngroups++];
-		}
-		memset(g, 0, sizeof(*g));
-		g->used = 1;
-		g->bgid = s->buf_group;
 	}
 	if (g->count + nbufs > g->cap) {
 		uint32_t ncap = g->cap ? g->cap : 16;
@@ -1549,9 +1555,7 @@ static void release_deferred_locked(struct emu_ring *r, struct ureq **run)
 			struct ureq *h = r->defer_head;
 			if ((h->sqe.flags & IOSQE_IO_DRAIN) && !first)
 				break;
-			r->defer_head = h->qnext;
-			if (!r->defer_head)
-				r->defer_tail = NULL;
+			rq_pop(&r->defer_head, &r->defer_tail);
 			r->inflight += h->chain_n;
 			h->state = RS_RUN;
 			push_run(run, h);
@@ -1723,12 +1727,7 @@ static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq *
 {
 	if (r->defer_head || ((h->sqe.flags & IOSQE_IO_DRAIN) && r->inflight)) {
 		h->state = RS_DEFER;
-		h->qnext = NULL;
-		if (r->defer_tail)
-			r->defer_tail->qnext = h;
-		else
-			r->defer_head = h;
-		r->defer_tail = h;
+		rq_push(&r->defer_head, &r->defer_tail, h);
 		return;
 	}
 	r->inflight += h->chain_n;

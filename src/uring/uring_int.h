@@ -95,6 +95,29 @@ struct ureq {
 	struct __kernel_timespec ts;   /* TIMEOUT/LINK_TIMEOUT, copied at submission */
 };
 
+/* FIFO of requests linked by qnext (worker queue, drain queue). */
+static inline void rq_push(struct ureq **head, struct ureq **tail, struct ureq *q)
+{
+	q->qnext = NULL;
+	if (*tail)
+		(*tail)->qnext = q;
+	else
+		*head = q;
+	*tail = q;
+}
+
+static inline struct ureq *rq_pop(struct ureq **head, struct ureq **tail)
+{
+	struct ureq *q = *head;
+	if (q) {
+		*head = q->qnext;
+		if (!*head)
+			*tail = NULL;
+		q->qnext = NULL;
+	}
+	return q;
+}
+
 struct ovf {                       /* one CQE waiting for room in the CQ */
 	struct ovf *next;
 	uint64_t user_data;
@@ -219,6 +242,7 @@ void exec_fill_probe(struct io_uring_probe *p, unsigned n);
 int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out);
 void exec_fcache_drop(struct emu_ring *r, int fd);
 void exec_buf_recycle_locked(struct ureq *q);
+struct bgroup *exec_group_locked(struct emu_ring *r, uint16_t bgid, int create);
 enum { CTX_INLINE, CTX_WORKER, CTX_REACTOR };
 
 /* wq.c */
