@@ -184,21 +184,9 @@ static void event_done(struct ur_server *s, uint64_t data, int64_t res)
 /* Hand queued iocbs to the kernel (one syscall for the batch). */
 void ur_aio_flush(struct ur_server *s)
 {
-	int done = 0;
-	while (done < s->npend) {
-		long r = kaio_io_submit(s->aio_ctx, s->npend - done, s->pend + done);
-		if (r > 0) {
-			done += (int)r;
-			continue;
-		}
-		if (r < 0 && errno == EINTR)
-			continue;
-		/* Refused: fail what was not taken. */
-		int e = r < 0 ? -errno : -EIO;
-		for (int i = done; i < s->npend; i++)
-			event_done(s, s->pend[i]->aio_data, e);
-		break;
-	}
+	int e, done = kaio_submit_all(s->aio_ctx, s->npend, s->pend, &e);
+	for (int i = done; i < s->npend; i++)       /* refused: fail what was not taken */
+		event_done(s, s->pend[i]->aio_data, e);
 	s->npend = 0;
 	s->npend_req = 0;
 	s->hdr->server_aio_reads = s->n_aio;     /* informational, for tests and tools */

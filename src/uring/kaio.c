@@ -36,23 +36,13 @@ static int kaio_init_locked(struct emu_ring *r)
 /* Hand the collected iocbs to the kernel (ring lock held). */
 static void flush_locked(struct emu_ring *r, struct ureq **run)
 {
-	int done = 0;
-	while (done < r->aio_npend) {
-		long n = kaio_io_submit(r->aio_ctx, r->aio_npend - done, r->aio_pend + done);
-		if (n > 0) {
-			done += (int)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		int e = n < 0 ? -errno : -EIO;
-		for (int i = done; i < r->aio_npend; i++) {
-			struct ureq *q = (struct ureq *)(uintptr_t)r->aio_pend[i]->aio_data;
-			r->aio_inflight--;
-			q->state = RS_RUN;
-			exec_complete_locked(q, e, run);
-		}
-		break;
+	int e, done = kaio_submit_all(r->aio_ctx, r->aio_npend, r->aio_pend, &e);
+	for (int i = done; i < r->aio_npend; i++) {      /* refused: complete with the error */
+		struct ureq *q = (struct ureq *)(uintptr_t)r->aio_pend[i]->aio_data;
+		if (!--r->aio_inflight)
+			__atomic_fetch_and(r->sq_flags, ~IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
+		q->state = RS_RUN;
+		exec_complete_locked(q, e, run);
 	}
 	r->aio_npend = 0;
 }
