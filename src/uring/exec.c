@@ -1647,15 +1647,17 @@ static void fail_chain_locked(struct emu_ring *r, struct ureq *h)
 	}
 }
 
-static void arm_lt(struct ureq *q)
+/* Arm q's LINK_TIMEOUT once q waits somewhere (as the kernel: after the first
+ * issue), so a short timeout cannot fire while q is still being issued. q may
+ * have completed meanwhile (its completion disposed of lt): check under the lock. */
+static void arm_lt(struct ureq *q, struct ureq *lt)
 {
 	struct emu_ring *r = q->r;
-	struct ureq *lt = q->lt;
 	uint64_t dl;
 	if (kts_to_deadline(&lt->ts, lt->sqe.timeout_flags, &dl) < 0)
 		dl = now_ns();
 	pthread_mutex_lock(&r->lock);
-	if (q->lt == lt && lt->state == RS_LT_IDLE) {
+	if (lt->state == RS_LT_IDLE && lt->lt_target == q && q->lt == lt) {
 		lt->deadline = dl;
 		lt->state = RS_TIMEOUT;
 		reactor_start_locked(r);
@@ -1689,11 +1691,13 @@ static struct ureq *run_one(struct ureq *q, int ctx)
 		pthread_mutex_unlock(&r->lock);
 		return run;
 	}
-	if (q->lt && q->lt->state == RS_LT_IDLE)
-		arm_lt(q);
+	struct ureq *lt = q->lt && q->lt->state == RS_LT_IDLE ? q->lt : NULL;
 	int32_t res = op_exec(q, ctx, &run);
-	if (res == Q_QUEUED)
+	if (res == Q_QUEUED) {
+		if (lt)
+			arm_lt(q, lt);
 		return run;
+	}
 	pthread_mutex_lock(&r->lock);
 	exec_complete_locked(q, res, &run);
 	pthread_mutex_unlock(&r->lock);
