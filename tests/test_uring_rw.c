@@ -1,6 +1,7 @@
 /* Description: the liburing drop-in reads and writes files like the kernel's io_uring, in all
  * three modes (kernel pass-through, URING_EMULATE=1, seccomp-blocked): NOP batches, READ/WRITE,
- * READV/WRITEV against pread, a read at the file position (offset -1), READ_FIXED/WRITE_FIXED
+ * READV/WRITEV against pread, reads of a file dropped from the page cache (they would block: a
+ * worker does them), a read at the file position (offset -1), READ_FIXED/WRITE_FIXED
  * with registered buffers and a registered (fixed) file, a read past EOF, and a batch larger
  * than the SQ taken in several submits. */
 #include "test_uring.h"
@@ -75,6 +76,23 @@ static void body(void)
 	tu_reap(&ring, c, 32);
 	for (int i = 0; i < 32; i++) {
 		CHECK_EQ(tu_find(c, 32, 100 + (uint64_t)i)->res, 4096);
+		CHECK(memcmp(dst + i * 4096, src + i * 7777, 4096) == 0);
+	}
+
+	/* the same reads with the file out of the page cache: what would block is
+	 * done by a worker (and several reads in one submission still batch) */
+	CHECK_EQ(fsync(fd), 0);
+	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	memset(dst, 0, FSZ);
+	for (int i = 0; i < 32; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, fd, dst + i * 4096, 4096, (uint64_t)i * 7777);
+		sqe->user_data = 200 + (uint64_t)i;
+	}
+	CHECK_EQ(io_uring_submit_and_wait(&ring, 32), 32);
+	tu_reap(&ring, c, 32);
+	for (int i = 0; i < 32; i++) {
+		CHECK_EQ(tu_find(c, 32, 200 + (uint64_t)i)->res, 4096);
 		CHECK(memcmp(dst + i * 4096, src + i * 7777, 4096) == 0);
 	}
 

@@ -85,6 +85,11 @@ void exec_fill_probe(struct io_uring_probe *p, unsigned n)
 	}
 }
 
+/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC);
+ * tls_batch: how many SQEs that submission took. */
+static __thread int tls_in_submit;
+static __thread unsigned tls_batch;
+
 /* ---- requests ---- */
 
 static struct ureq *req_get_locked(struct emu_ring *r)
@@ -660,6 +665,20 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	if (off != -1)
 		off += (int64_t)q->done;
 
+	if (q->to_worker && ctx != CTX_WORKER)
+		return exec_punt(q);              /* AIO with RWF_NOWAIT said: would block */
+	/* Several buffered reads of regular files in one submission: one io_submit
+	 * with RWF_NOWAIT for all (cached data completes inside it). Writes are not
+	 * batched: buffered AIO writes refuse RWF_NOWAIT (-EOPNOTSUPP) on ext4. */
+	if (ctx == CTX_INLINE && tls_batch > 1 && !wr && !r->aio_nowait_off && q->fe.kind == FK_REG &&
+	    !q->fe.direct && off != -1 &&
+	    !q->done && !(s->flags & IOSQE_ASYNC) && !(s->rw_flags & RWF_NOWAIT) && !q->fe.nonblock && q->iov) {
+		q->aio_nowait = 1;
+		e = kaio_submit(q, wr, ctx);
+		if (e != -EAGAIN)
+			return e;
+		q->aio_nowait = 0;
+	}
 	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth. */
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done) {
 		e = kaio_submit(q, wr, ctx);
@@ -742,7 +761,6 @@ static int32_t op_rw(struct ureq *q, int ctx)
 /* ---- network ---- */
 
 static int stream_sock(int fd);
-static int advance_iov(struct ureq *q, uint64_t n);
 static int stabilize_msg(struct ureq *q);
 
 static int32_t op_sendrecv(struct ureq *q, int ctx)
@@ -818,7 +836,7 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 		}
 		if (msg && (e = stabilize_msg(q)) < 0)
 			return e;
-		if (msg && advance_iov(q, (uint64_t)n)) {
+		if (msg && exec_advance_iov(q, (uint64_t)n)) {
 			q->done += (uint64_t)n;
 			q->msg.msg_iov = q->iov;
 			q->msg.msg_iovlen = (size_t)q->niov;
@@ -840,7 +858,7 @@ static int stream_sock(int fd)
 }
 
 /* Drop n bytes from the front of q->iov (our copy); 1 if some remain. */
-static int advance_iov(struct ureq *q, uint64_t n)
+int exec_advance_iov(struct ureq *q, uint64_t n)
 {
 	int k = 0;
 	while (k < q->niov && n >= q->iov[k].iov_len)
@@ -1488,9 +1506,6 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 
 /* ---- completion, links, drain ---- */
 
-/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC). */
-static __thread int tls_in_submit;
-
 static int short_transfer(struct ureq *q, int32_t res)
 {
 	unsigned op = q->sqe.opcode;
@@ -1821,8 +1836,18 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 	__atomic_store_n(r->sq_head, head, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&r->lock);
 	tls_in_submit = 1;
+	tls_batch = done;
 	exec_issue_list(run, CTX_INLINE);
-	tls_in_submit = 0;
+	tls_batch = 0;
 	kaio_flush(r);
+	if (r->aio_nowait_pending) {
+		/* buffered AIO completed inside io_submit: post it now, as inline */
+		run = NULL;
+		pthread_mutex_lock(&r->lock);
+		kaio_reap_locked(r, &run);
+		pthread_mutex_unlock(&r->lock);
+		exec_issue_list(run, CTX_INLINE);
+	}
+	tls_in_submit = 0;
 	return done;
 }
