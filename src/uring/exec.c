@@ -608,6 +608,15 @@ static int ready_now(int fd, short ev)
 
 /* ---- read / write ---- */
 
+/* The cached kind of q's plain fd proved wrong: look again. */
+static void refresh_file(struct ureq *q)
+{
+	if (q->sqe.flags & IOSQE_FIXED_FILE)
+		return;                       /* registered files are our own dups: exact */
+	exec_fcache_drop(q->r, q->sqe.fd);
+	req_file(q);
+}
+
 static int32_t op_rw(struct ureq *q, int ctx)
 {
 	struct emu_ring *r = q->r;
@@ -658,9 +667,12 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		return e;
 	const struct iovec *iov = q->iov ? q->iov : (const struct iovec *)(uintptr_t)s->addr;
 	int niov = q->iov ? q->niov : (int)s->len;
-	int stream = q->fe.kind != FK_REG && q->fe.kind != FK_OTHER;
-	int64_t off = stream ? -1 : (int64_t)s->off;
-	if (off != -1 && off < -1)
+	/* The offset is always tried as given: the cached kind of a plain fd may be
+	 * stale (the number reused), so only the kernel's ESPIPE makes it a stream,
+	 * whose offset the kernel's io_uring ignores. The kind only routes. */
+	int stream = q->fe.kind == FK_POLL || q->fe.kind == FK_SOCK;
+	int64_t off = (int64_t)s->off;
+	if (off < -1)
 		return -EINVAL;
 	if (off != -1)
 		off += (int64_t)q->done;
@@ -679,7 +691,11 @@ static int32_t op_rw(struct ureq *q, int ctx)
 			return e;
 		q->aio_nowait = 0;
 	}
-	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth. */
+	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth.
+	 * (F_GETFL checks the cached O_DIRECT: nothing next to a device I/O.) */
+	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done &&
+	    !(fcntl(q->fd, F_GETFL) & O_DIRECT))
+		refresh_file(q);
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done) {
 		e = kaio_submit(q, wr, ctx);
 		if (e != -EAGAIN)
@@ -699,13 +715,25 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		}
 		flags |= RWF_NOWAIT;
 	}
-	ssize_t n;
+	ssize_t n = -1;
 	if (q->fe.kind == FK_SOCK) {
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)niov };
 		int mf = ctx != CTX_WORKER ? MSG_DONTWAIT : 0;
 		n = wr ? sendmsg(q->fd, &m, mf | MSG_NOSIGNAL) : recvmsg(q->fd, &m, mf);
-	} else {
+		if (n < 0 && errno == ENOTSOCK) {
+			refresh_file(q);          /* not a socket (any more) */
+			errno = ENOTSOCK;
+		}
+	}
+	if (q->fe.kind != FK_SOCK) {
 		n = wr ? pwritev2(q->fd, iov, niov, off, flags) : preadv2(q->fd, iov, niov, off, flags);
+		if (n < 0 && errno == ESPIPE && off != -1) {
+			stream = 1;               /* a pipe, eventfd, ...: the offset does not apply */
+			if (q->fe.kind == FK_REG)
+				refresh_file(q);
+			off = -1;
+			n = wr ? pwritev2(q->fd, iov, niov, off, flags) : preadv2(q->fd, iov, niov, off, flags);
+		}
 	}
 	if (n < 0) {
 		int err = errno;
@@ -945,8 +973,6 @@ static int32_t op_accept(struct ureq *q, int ctx)
 	int e = req_file(q);
 	if (e)
 		return e;
-	if (q->fe.kind != FK_SOCK)
-		return -ENOTSOCK;
 	/* A blocking listener is only accepted from when poll says a connection waits. */
 	if (ctx != CTX_WORKER && !q->fe.nonblock &&
 	    ((ctx == CTX_INLINE && (s->flags & IOSQE_ASYNC)) || !ready_now(q->fd, POLLIN)))

@@ -77,10 +77,10 @@ int kaio_submit(struct ureq *q, int wr, int ctx)
 	cb->aio_rw_flags = (int)q->sqe.rw_flags | (q->aio_nowait ? RWF_NOWAIT : 0);
 	r->aio_nowait_pending += q->aio_nowait;
 	cb->aio_offset = (int64_t)q->sqe.off;
-	if (!q->aio_nowait) {                /* those complete inside io_submit: reaped at once */
-		cb->aio_flags = IOCB_FLAG_RESFD;
-		cb->aio_resfd = (uint32_t)r->fd;  /* the ring fd: poll(ring_fd) wakes, a waiter wakes */
-	}
+	/* The ring fd: poll(ring_fd) wakes, a waiter wakes (also for the buffered
+	 * RWF_NOWAIT ones, reaped at once, in case one is queued after all). */
+	cb->aio_flags = IOCB_FLAG_RESFD;
+	cb->aio_resfd = (uint32_t)r->fd;
 	if (q->niov == 1 && q->iov) {
 		cb->aio_lio_opcode = wr ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
 		cb->aio_buf = (uint64_t)(uintptr_t)q->iov[0].iov_base;
@@ -143,7 +143,9 @@ int kaio_reap_locked(struct emu_ring *r, struct ureq **run)
 				/* would block, or cached only in part: a worker does (the rest of) it */
 				if (res == -EOPNOTSUPP)
 					r->aio_nowait_off = 1;
-				if (res == -EAGAIN || res == -EOPNOTSUPP || (res > 0 && (uint64_t)res < want)) {
+				/* -ESPIPE/-EINVAL: a stale kind sent a stream here; the usual path sorts it out */
+				if (res == -EAGAIN || res == -EOPNOTSUPP || res == -ESPIPE || res == -EINVAL ||
+				    (res > 0 && (uint64_t)res < want)) {
 					if (res > 0) {
 						q->done = (uint64_t)res;
 						exec_advance_iov(q, (uint64_t)res);
