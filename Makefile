@@ -44,6 +44,10 @@ TOOLS      := $(TOOL_SRC:tools/%.c=$(O)/%)
 TESTS      := $(TEST_SRC:tests/%.c=$(OBJ)/t/%)
 
 LIBSFS     := $(OBJ)/libsfs.a
+# The server's parts but main.o: the server links them, and so do the tests that
+# call its checks in-process (region header, doorbells).
+LIBSERVER  := $(OBJ)/libserver.a
+SERVER_LIB_OBJ := $(filter-out $(OBJ)/src/server/main.o,$(SERVER_OBJ))
 SONAME     := libur_fs.so.$(SOVERSION)
 LIBUR      := $(O)/libur_fs.so.$(VERSION)
 SERVER     := $(O)/simplefs_server
@@ -57,7 +61,7 @@ BENCH_LIBS := -luring -laio
 
 .PHONY: all test check clean install fuzz run deps
 .SECONDARY:
-all: $(LIBSFS) $(LIBUR) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
+all: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -73,14 +77,18 @@ $(LIBSFS): $(SFS_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(LIBSERVER): $(SERVER_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(LIBUR): $(LIB_OBJ) src/lib/libur_fs.map
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/lib/libur_fs.map \
 	  $(LDFLAGS) -o $@ $(LIB_OBJ) -luring $(LDLIBS_BASE)
 	ln -sf libur_fs.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf $(SONAME) $(O)/libur_fs.so
 
-$(O)/simplefs_server: $(SERVER_OBJ) $(LIBSFS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(SERVER_OBJ) $(LIBSFS) $(LDLIBS_BASE)
+$(O)/simplefs_server: $(OBJ)/src/server/main.o $(LIBSERVER) $(LIBSFS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(OBJ)/src/server/main.o $(LIBSERVER) $(LIBSFS) $(LDLIBS_BASE)
 
 $(O)/%: $(OBJ)/tools/%.o $(LIBSFS) $(LIBUR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $< $(LIBSFS) $(LINK_UR) $(LDLIBS_BASE)
@@ -91,9 +99,9 @@ $(O)/bench: $(BENCH_OBJ) $(LIBSFS) $(LIBUR)
 # Tests may use bench's engine objects (all but src/bench/main.c) to test the harness.
 # (bench sources live in src/bench/: a bench/ directory would clash with ./bench.)
 BENCH_LIB_OBJ := $(filter-out $(OBJ)/src/bench/main.o,$(BENCH_OBJ))
-$(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSFS) $(LIBUR) $(BENCH_LIB_OBJ)
+$(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSERVER) $(LIBSFS) $(LIBUR) $(BENCH_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSERVER) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
 
 # Both README commands install missing Debian packages first (a no-op when present).
 deps:
