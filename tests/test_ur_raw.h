@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,6 +33,7 @@
 struct raw {
 	int memfd, sq, cq, live;     /* the client's descriptors */
 	int live_on_fd2;             /* hand our end of the liveness socket over as the server's fd 2 */
+	int traced;                  /* the server starts stopped, under raw_trace() */
 	pid_t pid;                   /* the server, or -1 */
 	uint8_t *base;               /* the client's mapping, maplen bytes */
 	uint64_t size, maplen;
@@ -149,11 +152,13 @@ static inline void raw_start(struct raw *r, const char *const *args, int sq_fd, 
 		int nul = open("/dev/null", O_RDWR);
 		if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0)
 			_exit(127);
+		if (r->live_on_fd2 && dup2(sv[0], 2) < 0)   /* before 3..6 are overwritten */
+			_exit(127);
 		for (int i = 0; i < 4; i++)
 			if (dup2(hi[i], UR_FD_REGION + i) < 0)
 				_exit(127);
-		if (r->live_on_fd2 && dup2(sv[0], 2) < 0)
-			_exit(127);
+		if (r->traced && ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0)
+			_exit(126);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -198,6 +203,58 @@ static inline int raw_wait(pid_t pid, int timeout_ms)
 		struct timespec ts = { 0, 2000000 };
 		nanosleep(&ts, NULL);
 	}
+}
+
+/*
+ * Step a traced server (RAW_START with r->traced) from system call to system
+ * call; at each entry call at(arg, nr, args): it may act (as a racing client
+ * would, at the worst moment) and returns 1 to let the server run on
+ * untraced. Returns 0 then, or -1 if the server ended first.
+ */
+static inline int raw_trace(pid_t pid, int (*at)(void *arg, uint64_t nr, const uint64_t *args), void *arg)
+{
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st))     /* the stop at exec */
+		return -1;
+	ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD);
+	int sig = 0;
+	for (;;) {
+		if (ptrace(PTRACE_SYSCALL, pid, NULL, (void *)(long)sig) < 0 ||
+		    waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st))
+			return -1;
+		sig = 0;
+		if (WSTOPSIG(st) != (SIGTRAP | 0x80)) {
+			sig = WSTOPSIG(st);              /* a real signal: deliver it */
+			continue;
+		}
+		struct __ptrace_syscall_info info;
+		if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof(info), &info) <= 0)
+			return -1;
+		if (info.op == PTRACE_SYSCALL_INFO_ENTRY && at(arg, info.entry.nr, info.entry.args)) {
+			ptrace(PTRACE_DETACH, pid, NULL, NULL);
+			return 0;
+		}
+	}
+}
+
+/* May this test trace its children? (Containers may forbid ptrace.) */
+static inline int raw_can_trace(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0)
+			_exit(1);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	int st;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return 0;
+	int ok = WIFSTOPPED(st);
+	if (ok)
+		kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return ok;
 }
 
 /* The client goes away: every descriptor and the mapping. */
