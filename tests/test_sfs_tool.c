@@ -1,5 +1,5 @@
 /* Description: the sfs image tool as a user drives it ($UR_BIN/sfs): mkfs
- * (size suffixes, refusing to clobber), put/get round trip of a binary file
+ * (size suffixes, refusing to clobber, 0600 or --mode, no symlink followed), put/get round trip of a binary file
  * (byte for byte, also through stdin/stdout and a default name), put in
  * constant memory (peak RSS while storing 48 MiB), ls and ls -l, rm, stat,
  * fsck exit codes (clean 0; a leaked block: -n gives 4, -y gives 1, then 0),
@@ -218,6 +218,28 @@ int main(void)
 	EXPECT(0, "mkfs --force --size 16M t.sfs");
 	EXPECT(0, "fsck t.sfs");
 	OUT_HAS("clean");
+
+	/* mkfs is careful with what it creates (issue 8): owner-only unless
+	 * --mode says otherwise, no symbolic link followed, a file that is not
+	 * an image kept unless --force. */
+	umask(022);
+	CHECK_EQ(sb.st_mode & 0777, 0600);
+	EXPECT(0, "mkfs --size 1M --mode 0640 shared.sfs");
+	CHECK(stat("shared.sfs", &sb) == 0);
+	CHECK_EQ(sb.st_mode & 0777, 0640);
+	EXPECT(2, "mkfs --size 1M --mode 0999 bad.sfs");
+	EXPECT(2, "mkfs --size 1M --mode 01777 bad.sfs");
+	CHECK(access("bad.sfs", F_OK) != 0);
+	CHECK(symlink("victim.sfs", "dangling.sfs") == 0);
+	EXPECT(1, "mkfs --size 1M dangling.sfs");
+	ERR_HAS("symbolic link");
+	EXPECT(1, "mkfs --force --size 1M dangling.sfs");
+	CHECK(access("victim.sfs", F_OK) != 0);
+	write_file("notes.txt", "precious\n", 9);
+	EXPECT(1, "mkfs --size 1M notes.txt");
+	same_file("notes.txt", (const uint8_t *)"precious\n", 9);
+	EXPECT(0, "mkfs --force --size 1M notes.txt");
+	EXPECT(0, "fsck notes.txt");
 
 	/* put / get */
 	EXPECT(0, "put t.sfs bin.dat");

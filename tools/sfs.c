@@ -306,17 +306,19 @@ static int cmd_mkfs(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "files", required_argument, NULL, 'n' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "mode", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t size = SFS_DEFAULT_SIZE;
 	uint32_t files = 0;
+	unsigned mode = SFS_DEFAULT_MODE;
 	int force = 0, c, st, r;
 	const char *path;
 	struct stat sb;
 	char h[32];
 
-	while ((c = next_opt(argc, argv, "s:n:fh", lo, &st)) != -1) {
+	while ((c = next_opt(argc, argv, "s:n:fm:h", lo, &st)) != -1) {
 		if (st >= 0)
 			return st;
 		switch (c) {
@@ -331,6 +333,14 @@ static int cmd_mkfs(int argc, char **argv)
 		case 'f':
 			force = 1;
 			break;
+		case 'm': {
+			char *end;
+			unsigned long m = strtoul(optarg, &end, 8);
+			if (!*optarg || *end || m > 0777)
+				return usage_error("bad mode '%s' (octal, 0 .. 0777, e.g. 0640)", optarg);
+			mode = (unsigned)m;
+			break;
+		}
 		}
 	}
 	if (optind + 1 != argc)
@@ -340,9 +350,13 @@ static int cmd_mkfs(int argc, char **argv)
 		return usage_error("size %" PRIu64 " out of range (%llu MiB .. %llu TiB)", size,
 				   (unsigned long long)(SFS_MIN_SIZE >> 20), (unsigned long long)(SFS_MAX_SIZE >> 40));
 
-	if (stat(path, &sb) == 0) {
+	if (lstat(path, &sb) == 0) {
 		int holder = sfs_lock_holder(path);
 
+		if (S_ISLNK(sb.st_mode)) {
+			err_msg("%s: is a symbolic link (not followed: give the path it points to)", path);
+			return 1;
+		}
 		if (holder > 0) {
 			err_msg("%s: in use by pid %d", path, holder);
 			return 1;
@@ -360,7 +374,12 @@ static int cmd_mkfs(int argc, char **argv)
 		return 1;
 	}
 
-	r = sfs_format(path, size, files);
+	r = sfs_format_ex(path, size, files, force ? SFS_FORMAT_FORCE : 0, mode);
+	if (r == -ELOOP || r == -EEXIST) {   /* it changed under us since the lstat */
+		err_msg("%s: %s", path, r == -ELOOP ? "is a symbolic link (not followed)"
+			: "exists and is not a SimpleFS image (use --force to overwrite it)");
+		return 1;
+	}
 	if (r == -ENOSPC) {
 		err_msg("%s: mkfs: %u files do not fit in %" PRIu64 " bytes (at least 16 data blocks "
 			"must remain)", path, files, size);
@@ -877,11 +896,15 @@ static int cmd_fsck(int argc, char **argv)
  * main
  * ------------------------------------------------------------------------- */
 static const struct cmd cmds[] = {
-	{ "mkfs", cmd_mkfs, "mkfs [--size N] [--files N] [--force] IMAGE",
+	{ "mkfs", cmd_mkfs, "mkfs [--size N] [--files N] [--mode MODE] [--force] IMAGE",
 	  "Create a SimpleFS image file (sparse: it costs only what is written).\n"
+	  "A new image is readable by its owner only; IMAGE may not be a symbolic link.\n"
 	  "  -s, --size N    image size (default 1G); N takes a K, M, G or T suffix\n"
 	  "  -n, --files N   room for N files (default 4096)\n"
-	  "  -f, --force     overwrite an existing file (never one that is mounted)\n" },
+	  "  -m, --mode MODE permissions of a new image, octal (default 0600; 0640\n"
+	  "                  shares it with the group on purpose)\n"
+	  "  -f, --force     overwrite an existing file, even one that is not an image\n"
+	  "                  (never one that is mounted)\n" },
 	{ "ls", cmd_ls, "ls [-l] IMAGE",
 	  "List the files in an image, sorted by name.\n"
 	  "  -l, --long      size in bytes, 4 KiB blocks, modification time, name; totals\n" },
