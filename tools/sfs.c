@@ -179,6 +179,48 @@ static const char *human(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
+/* Length of the UTF-8 sequence of a printable character at p (a code point
+ * of U+00A0 or above, shortest form, not a surrogate), or 0. */
+static size_t utf8_printable(const unsigned char *p)
+{
+	unsigned c = p[0];
+	size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	uint32_t cp = c & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	static const uint32_t min[5] = { 0, 0, 0xa0, 0x800, 0x10000 };   /* below: overlong or C1 */
+	if (!n || cp < min[n] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+/* Print a file name from an image so that it cannot act on a terminal:
+ * control characters, DEL, C1 controls and bytes that are not UTF-8 become
+ * C escapes (\n, \t, \033, \377 ...), a backslash becomes \\ (docs/FORMAT.md). */
+static void put_name(const char *name)
+{
+	static const char letter[] = "abtnvfr";   /* \a .. \r */
+	for (const unsigned char *p = (const unsigned char *)name; *p; ) {
+		size_t n;
+		if (*p >= 0x20 && *p < 0x7f) {
+			if (*p == '\\')
+				putchar('\\');
+			putchar(*p++);
+		} else if (*p >= 0x80 && (n = utf8_printable(p))) {
+			fwrite(p, 1, n, stdout);
+			p += n;
+		} else if (*p >= '\a' && *p <= '\r') {
+			printf("\\%c", letter[*p - '\a']);
+			p++;
+		} else {
+			printf("\\%03o", *p++);
+		}
+	}
+}
+
 static void fmt_time(uint64_t ns, char *buf, size_t len)
 {
 	time_t t = (time_t)(ns / UINT64_C(1000000000));
@@ -477,10 +519,10 @@ static int cmd_ls(int argc, char **argv)
 			char t[32];
 
 			fmt_time(v[i].mtime_ns, t, sizeof t);
-			printf("%12" PRIu64 " %8" PRIu64 "  %s  %s\n", v[i].size, v[i].blocks, t, v[i].name);
-		} else {
-			printf("%s\n", v[i].name);
+			printf("%12" PRIu64 " %8" PRIu64 "  %s  ", v[i].size, v[i].blocks, t);
 		}
+		put_name(v[i].name);
+		putchar('\n');
 		bytes += v[i].size;
 		blocks += v[i].blocks;
 	}
@@ -798,7 +840,9 @@ static int cmd_stat(int argc, char **argv)
 			rc = 1;
 		} else {
 			fmt_time(s.mtime_ns, a, sizeof a);
-			printf("name:   %s\n", s.name);
+			printf("name:   ");
+			put_name(s.name);
+			putchar('\n');
 			printf("size:   %" PRIu64 " (%s)\n", s.size, human(s.size, b, sizeof b));
 			printf("blocks: %" PRIu64 "\n", s.blocks);
 			printf("mtime:  %s (%" PRIu64 ".%09" PRIu64 ")\n", a,
@@ -906,7 +950,9 @@ static const struct cmd cmds[] = {
 	  "  -f, --force     overwrite an existing file, even one that is not an image\n"
 	  "                  (never one that is mounted)\n" },
 	{ "ls", cmd_ls, "ls [-l] IMAGE",
-	  "List the files in an image, sorted by name.\n"
+	  "List the files in an image, sorted by name. Control characters, DEL and bytes\n"
+	  "that are not UTF-8 in a name are printed as C escapes (\\n, \\033, \\377), a\n"
+	  "backslash as \\\\: one file, one line, nothing a terminal acts on.\n"
 	  "  -l, --long      size in bytes, 4 KiB blocks, modification time, name; totals\n" },
 	{ "put", cmd_put, "put IMAGE HOSTFILE [NAME]",
 	  "Copy a host file into the image as NAME (default: the host file's basename),\n"
