@@ -7,7 +7,8 @@
  * test), by dying while a child of its own keeps the liveness socket open
  * (the server follows the process that started it), or after handing its end
  * of the liveness socket to the server as its fd 2. Each time the server must
- * exit within a few seconds and the image must then mount. A racing client
+ * exit within a few seconds and the image must then mount (also when the
+ * attacker starts it with every signal blocked). A racing client
  * that rings and drains the SQ doorbell while the server wakes changes
  * nothing. Doorbells that are not eventfds (/dev/null, a pipe, a semaphore
  * eventfd) are refused at start-up. */
@@ -22,13 +23,14 @@
 
 static const char *const img_args[] = { "--image", IMG, NULL };
 
-static void start(struct raw *r, int live_on_fd2)
+static void start(struct raw *r, int live_on_fd2, int block_signals)
 {
 	struct ur_region_hdr g;
 	raw_layout(&g, 4, 8, 8192, 0);
 	g.idle_us = 0;                       /* the server sleeps at once */
 	RAW_REGION(r, &g, g.size, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 	r->live_on_fd2 = live_on_fd2;
+	r->block_signals = block_signals;
 	RAW_START(r, img_args, -1, -1);
 	char msg[256] = "";
 	int h = raw_hello(r, 20000, msg, sizeof(msg));
@@ -136,14 +138,14 @@ int main(void)
 
 	/* 1. Wedged, then the client closes everything. */
 	struct raw r;
-	start(&r, 0);
+	start(&r, 0, 1);
 	wedge(&r);
 	pid_t pid = r.pid;
 	raw_close(&r);
 	server_gone(pid, "wedged, client closed");
 
 	/* 2. Racing the SQ doorbell drain, blocking flags, then closed. */
-	start(&r, 0);
+	start(&r, 0, 0);
 	CHECK(fcntl(r.sq, F_SETFL, 0) == 0);
 	racing = 1;
 	pthread_t th;
@@ -179,7 +181,7 @@ int main(void)
 		pid_t att = fork();
 		CHECK(att >= 0);
 		if (att == 0) {
-			start(&r, 0);
+			start(&r, 0, 1);                /* signals blocked: they must land anyway */
 			wedge(&r);
 			pid_t pids[2] = { r.pid, 0 };
 			if (keep && (pids[1] = fork()) == 0) {
@@ -203,7 +205,7 @@ int main(void)
 	}
 
 	/* 5. Our end of the liveness socket handed to the server as its fd 2. */
-	start(&r, 1);
+	start(&r, 1, 0);
 	wedge(&r);
 	pid = r.pid;
 	raw_close(&r);

@@ -34,6 +34,7 @@ struct raw {
 	int memfd, sq, cq, live;     /* the client's descriptors */
 	int live_on_fd2;             /* hand our end of the liveness socket over as the server's fd 2 */
 	int traced;                  /* the server starts stopped, under raw_trace() */
+	int block_signals;           /* the server starts with every signal blocked */
 	pid_t pid;                   /* the server, or -1 */
 	uint8_t *base;               /* the client's mapping, maplen bytes */
 	uint64_t size, maplen;
@@ -157,6 +158,10 @@ static inline void raw_start(struct raw *r, const char *const *args, int sq_fd, 
 		for (int i = 0; i < 4; i++)
 			if (dup2(hi[i], UR_FD_REGION + i) < 0)
 				_exit(127);
+		sigset_t all;
+		sigfillset(&all);
+		if (r->block_signals)
+			sigprocmask(SIG_BLOCK, &all, NULL);
 		if (r->traced && ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0)
 			_exit(126);
 		execv(argv[0], (char *const *)argv);

@@ -171,7 +171,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	/* Client mode. Keep nothing the client did not mean to hand us. */
+	/* Client mode. Keep nothing the client did not mean to hand us: no
+	 * blocked signals either (the timer and parent-death signals must land). */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, SIG_IGN);     /* ^C reaches the client; we follow it out */
 	struct sigaction sa;
