@@ -67,6 +67,11 @@ LIB=$(dpkg -L libur-fs1 | grep '/libur_fs\.so\.1\.[0-9.]*$' | head -n 1)
 [ -n "$LIB" ] || fail "libur-fs1 ships no libur_fs.so.1.x.y"
 objdump -p "$LIB" | grep -q 'SONAME *libur_fs\.so\.1$' || fail "$LIB does not carry the soname libur_fs.so.1"
 [ -x /usr/libexec/urfs/simplefs_server ] || fail "no /usr/libexec/urfs/simplefs_server"
+# Programs find the library in the system's path, not through an RPATH/RUNPATH.
+for f in $(grep '^/usr/bin/\|^/usr/libexec/' "$WORK/owned"); do
+	[ -f "$f" ] || continue
+	if readelf -d "$f" 2>/dev/null | grep -q 'RPATH\|RUNPATH'; then fail "$f carries an RPATH/RUNPATH"; fi
+done
 
 # Use: only installed programs, from an empty directory, with a clean environment.
 run() { (cd "$WORK/use" && env -i PATH=/usr/bin:/bin HOME="$WORK" TMPDIR="$WORK" LANG=C "$@"); }
