@@ -44,34 +44,12 @@ static void add_sym(const char *s)
 	strcpy(syms[nsyms++], s);
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	size_t cap = 4096, n = 0;
-	char *b = malloc(cap);
-	CHECK(b != NULL);
-	size_t r;
-	while ((r = fread(b + n, 1, cap - n - 1, f)) > 0) {
-		n += r;
-		if (cap - n < 2) {
-			cap *= 2;
-			b = realloc(b, cap);
-			CHECK(b != NULL);
-		}
-	}
-	fclose(f);
-	b[n] = '\0';
-	return b;
-}
-
 /* A file of the source tree, which must exist. */
 static char *slurp_src(const char *rel)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s/%s", src, rel);
-	char *t = slurp(path);
+	char *t = tu_slurp(path);
 	if (!t)
 		FAIL("%s: %s", path, strerror(errno));
 	return t;
@@ -183,7 +161,7 @@ static char *page_of(const char *name, char *file, size_t filelen)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s/man/man3/%s.3", src, name);
-	char *t = slurp(path);
+	char *t = tu_slurp(path);
 	if (!t)
 		return NULL;
 	snprintf(file, filelen, "man3/%s.3", name);
@@ -195,7 +173,7 @@ static char *page_of(const char *name, char *file, size_t filelen)
 		}
 		free(t);
 		snprintf(path, sizeof path, "%s/man/%s", src, target);
-		t = slurp(path);
+		t = tu_slurp(path);
 		if (!t || !strncmp(t, ".so ", 4)) {
 			free(t);
 			return NULL;
