@@ -61,7 +61,10 @@ int main(void)
 	pid_t srv = find_server();
 	CHECK(srv > 0, "server process not found");
 	CHECK(kill(srv, SIGKILL) == 0, "kill");
-	CHECK(waitpid(srv, NULL, 0) == srv || 1, "reap");
+	int st = 0;
+	pid_t w = waitpid(srv, &st, 0);     /* the kill took: the server is dead before we go on */
+	CHECK(w == srv && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "reap: waitpid %d, status %#x",
+	      (int)w, st);
 	for (unsigned i = 0; i < N; i++) {
 		ops[i].pos = (uint64_t)i * PG;
 		ops[i].buf = buf + (size_t)i * PG;
