@@ -6,6 +6,7 @@
 #   make test            build and run the test suite
 #   make O=build-san SANITIZE=1 test   the same under ASan + UBSan, in build-san/
 #   make fuzz            libFuzzer pass over mount + fsck (clang, FUZZ_TIME seconds)
+#   make mutate          plant each mutant of tests/mutants/ in a scratch copy: each must be killed
 #   make install PREFIX=/usr/local DESTDIR=
 #   make clean
 
@@ -55,7 +56,7 @@ RPATH_TEST := -Wl,-rpath,'$$ORIGIN/../..'
 LINK_UR    := -L$(O) -l:$(SONAME)
 BENCH_LIBS := -luring -laio
 
-.PHONY: all test check clean install fuzz run deps
+.PHONY: all test check clean install fuzz run deps mutate
 .SECONDARY:
 all: $(LIBSFS) $(LIBUR) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
 
@@ -102,6 +103,10 @@ deps:
 test check: deps
 	$(MAKE) all
 	O=$(O) sh tests/run.sh
+
+# Mutation testing works on its own scratch copy of the tree (scripts/mutate.sh).
+mutate: deps
+	sh scripts/mutate.sh
 
 run: deps
 	$(MAKE) all

@@ -49,7 +49,7 @@ static void fill(unsigned char *b, uint32_t len)
 }
 
 struct op {
-	int opcode, fd, fixed;
+	int opcode, fd, fixed, flags;     /* flags: URFS_IOSQE_* */
 	uint64_t off;
 	uint32_t len;
 	unsigned char *buf;
@@ -90,6 +90,7 @@ static void run(int n)
 			FAIL("op %d", o->opcode);
 		}
 		urfs_sqe_set_data64(s, (uint64_t)i);
+		urfs_sqe_set_flags(s, (unsigned)o->flags);
 		o->seen = 0;
 	}
 	int r, got = 0;
@@ -293,6 +294,40 @@ int main(void)
 			FAIL("after overwrites: mtime %llu (before %llu), size %llu",
 			     (unsigned long long)stx->mtime_ns, (unsigned long long)t0,
 			     (unsigned long long)stx->size);
+	}
+
+	/* 1b. Links and IO_DRAIN on the AIO path, in one submit: an overwrite goes to
+	 *     AIO (queued for the batch's io_submit); a drained read of the same range
+	 *     must see it and complete after it; a second overwrite, then a linked read
+	 *     of the range (chain to a plain read) must see that one; an overwrite, then
+	 *     a drained overwrite of the same range: the drained one lands last. */
+	{
+		n = 0;
+		struct op *w1 = addw(&n, 0, CHUNK, 1, NULL);
+		struct op *r1 = add(&n, UR_OP_READ, fd_f, 0, CHUNK, 1);
+		r1->flags = URFS_IOSQE_IO_DRAIN;
+		struct op *w2 = addw(&n, 0, CHUNK, 1, NULL);
+		struct op *l1 = add(&n, UR_OP_READ, fd_f, 0, CHUNK, 1);
+		l1->flags = URFS_IOSQE_IO_LINK;
+		struct op *l2 = add(&n, UR_OP_READ, fd_f, 4 * CHUNK, CHUNK, 1);
+		struct op *w3 = addw(&n, 8 * CHUNK, CHUNK, 1, NULL);
+		struct op *w4 = addw(&n, 8 * CHUNK, CHUNK, 1, NULL);
+		w4->flags = URFS_IOSQE_IO_DRAIN;
+		run(n);
+		check_writes(n);
+		if (r1->order < w1->order || l1->order < w2->order || w4->order < w3->order)
+			FAIL("a drained or linked op completed before the AIO write before it");
+		apply(w1);
+		check_read(r1);
+		apply(w2);
+		check_read(l1);
+		check_read(l2);
+		apply(w3);
+		apply(w4);
+		n = 0;
+		add(&n, UR_OP_READ, fd_f, 8 * CHUNK, CHUNK, 1);
+		run(1);
+		check_read(&ops[0]);
 	}
 
 	/* 2. One submit: overwrites and reads (of other ranges), an fsync; more
