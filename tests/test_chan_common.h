@@ -7,11 +7,13 @@
 #ifndef TEST_CHAN_COMMON_H
 #define TEST_CHAN_COMMON_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "sfs.h"
 #include "ur_chan.h"
 #include "parts.h"
@@ -157,6 +159,39 @@ static inline void outside_write(const struct cfg *c, const void *buf, size_t le
 	sfs_file_close(fs, fd);
 	if ((r = sfs_unmount(fs)) < 0)
 		FAIL("unmount: %s", strerror(-r));
+}
+
+/* The pid of our child simplefs_server, or -1. */
+static inline pid_t child_server(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = -1, me = getpid();
+	while (d && (e = readdir(d))) {
+		char p[64], comm[64] = "", line[512];
+		int pid = atoi(e->d_name), ppid = -1;
+		if (pid <= 0)
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+		FILE *f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f)) {
+			char *rp = strrchr(line, ')');
+			char *lp = strchr(line, '(');
+			if (rp && lp && rp - lp - 1 < (long)sizeof(comm)) {
+				memcpy(comm, lp + 1, (size_t)(rp - lp - 1));
+				comm[rp - lp - 1] = 0;
+				sscanf(rp + 2, "%*c %d", &ppid);
+			}
+		}
+		fclose(f);
+		if (ppid == me && !strncmp(comm, "simplefs_server", 15))
+			found = pid;
+	}
+	if (d)
+		closedir(d);
+	return found;
 }
 
 #endif

@@ -66,10 +66,16 @@ int main(void)
 	if (seen != 8) FAIL("for_each saw %u", seen);
 	urfs_cq_advance(&ring, seen);
 
-	/* 3. wait with timeout on an empty ring */
-	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	/* 3. wait with timeout on an empty ring: -ETIME, not before the time asked
+	 * (150 ms) and not long after it (a loose bound: this machine is shared) */
+	struct timespec ts = { 0, 150 * 1000 * 1000 }, t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = urfs_wait_cqe_timeout(&ring, &cqe, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (r != -ETIME) FAIL("timeout wait: %d", r);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (ms < 149.0 || ms > 850.0)
+		FAIL("a 150 ms timeout returned after %.1f ms", ms);
 	if (urfs_peek_cqe(&ring, &cqe) != -EAGAIN) FAIL("peek on empty");
 	urfs_queue_exit(&ring);
 
