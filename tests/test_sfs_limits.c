@@ -172,6 +172,21 @@ static void offsets(struct sfs *fs)
 	CHECK_ERR2(sfs_file_pwrite(fs, fd, buf, 1, 1ull << 50), EFBIG, ENOSPC);
 	CHECK_ERR2(sfs_file_truncate(fs, fd, UINT64_MAX), EFBIG, EINVAL);
 	CHECK_ERR2(sfs_file_truncate(fs, fd, 1ull << 50), EFBIG, ENOSPC);
+	/* the limit itself (FORMAT.md): a file holds up to 2^44 bytes, at offsets below
+	 * 2^44: truncating to exactly 2^44 works, one byte more or a write at 2^44 is
+	 * -EFBIG (not -ENOSPC: nothing is allocated for it) */
+	CHECK_EQ(sfs_file_truncate(fs, fd, SFS_MAX_SIZE + 1), -EFBIG);
+	CHECK_EQ(sfs_file_truncate(fs, fd, SFS_MAX_SIZE), 0);
+	CHECK_EQ(sfs_file_stat(fs, fd, &st), 0);
+	CHECK_EQ(st.size, SFS_MAX_SIZE);
+	CHECK_EQ(sfs_file_pwrite(fs, fd, buf, 1, SFS_MAX_SIZE), -EFBIG);
+	memset(buf, 1, sizeof buf);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, sizeof buf, SFS_MAX_SIZE - 4), 4);
+	CHECK(buf[0] == 0 && buf[3] == 0);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, sizeof buf, SFS_MAX_SIZE), 0);
+	CHECK_EQ(sfs_file_truncate(fs, fd, 10), 0);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, 10, 0), 10);
+	CHECK(memcmp(buf, "0123456789", 10) == 0);
 	/* reads past the end, or at absurd offsets, read nothing */
 	{
 		ssize_t r = sfs_file_pread(fs, fd, buf, sizeof buf, UINT64_MAX - 3);
