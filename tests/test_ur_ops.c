@@ -303,6 +303,18 @@ int main(void)
 	q.len = 64; expect(raw(q), -ENAMETOOLONG, "name length 64");
 	q.len = 2; q.addr = 16; expect(raw(q), -EFAULT, "name in header");
 	q.addr = data + 512; q.op_flags = 0x40; expect(raw(q), -EINVAL, "open flag bits");
+	/* the order (ABI.md): flags, opcode, fd, length and offset, a name's length,
+	 * then addresses, then a name's bytes */
+	q.op_flags = 0; q.addr = 16; q.len = 64; expect(raw(q), -ENAMETOOLONG, "long name in header");
+	q.len = 0; expect(raw(q), -EINVAL, "empty name in header");
+	q.len = 5; q.addr = rsz - 2; expect(raw(q), -EFAULT, "name crossing the region's end");
+	q.op_flags = 0x40; expect(raw(q), -EINVAL, "open flag bits before the name's address");
+	q = q0; q.flags = 0x80; q.opcode = 200; expect(raw(q), -EINVAL, "bad flags and opcode");
+	q = q0; q.fd = -5; q.len = 0x80000000u; expect(raw(q), -EBADF, "bad fd before bad len");
+	q = q0; q.len = 0x80000000u; q.addr = 0; expect(raw(q), -EINVAL, "bad len before bad addr");
+	q = q0; q.off = 1ull << 63; q.addr = 0; expect(raw(q), -EINVAL, "bad offset before bad addr");
+	q = q0; q.opcode = UR_OP_READV; q.len = 0; q.addr = 8; expect(raw(q), -EINVAL, "iovec count before address");
+	q = q0; q.opcode = UR_OP_STATX; q.fd = -5; q.addr2 = 0; expect(raw(q), -EFAULT, "statx output before fd");
 	q = q0; q.opcode = UR_OP_STATX; q.addr2 = 0; expect(raw(q), -EFAULT, "statx out in header");
 	q = q0; q.opcode = UR_OP_STATX; q.addr2 = rsz - 4; expect(raw(q), -EFAULT, "statx out crosses end");
 	q = q0; q.opcode = UR_OP_REGISTER_BUFFERS; q.len = 1; q.addr = data;

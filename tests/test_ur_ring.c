@@ -130,6 +130,33 @@ int main(void)
 	}
 	if (*ring.sq.khead < 3 * 32) FAIL("no wrap");
 	urfs_queue_exit(&ring);
+
+	/* 6. the limits (ABI.md): SQ and CQ entries up to 32768; the default CQ is
+	 * twice the SQ, capped there; a CQ smaller than the SQ, or more, is -EINVAL */
+	init(32768, 0, 100);
+	if (ring.sq.ring_entries != 32768 || ring.cq.ring_entries != 32768)
+		FAIL("32768 entries: SQ %u, CQ %u", ring.sq.ring_entries, ring.cq.ring_entries);
+	sqe = urfs_get_sqe(&ring);
+	urfs_prep_nop(sqe);
+	urfs_sqe_set_data64(sqe, 5);
+	if (urfs_submit_and_wait(&ring, 1) != 1 || urfs_peek_cqe(&ring, &cqe) < 0 || cqe->user_data != 5)
+		FAIL("NOP on a 32768-entry ring");
+	urfs_cqe_seen(&ring, cqe);
+	urfs_queue_exit(&ring);
+	init(16384, 0, 100);
+	if (ring.cq.ring_entries != 32768) FAIL("16384 entries: CQ %u", ring.cq.ring_entries);
+	urfs_queue_exit(&ring);
+	{
+		struct urfs_params p;
+		static const unsigned bad[][2] = { { 32769, 0 }, { 0, 0 }, { 1024, 65536 }, { 1024, 512 } };
+		for (int i = 0; i < 4; i++) {
+			memset(&p, 0, sizeof(p));
+			p.flags = URFS_SETUP_NOIMAGE;
+			p.cq_entries = bad[i][1];
+			if ((r = urfs_queue_init_params(bad[i][0], &ring, &p)) != -EINVAL)
+				FAIL("SQ %u CQ %u: %d, expected -EINVAL", bad[i][0], bad[i][1], r);
+		}
+	}
 	printf("ok\n");
 	return 0;
 }
