@@ -317,6 +317,13 @@ int main(void)
 	expect_refused("all zeros", IMG_SIZE, -EMEDIUMTYPE, "not a SimpleFS image");
 	expect_refused("100 bytes", 100, -EMEDIUMTYPE, NULL);
 
+	/* a valid metadata block in the wrong place (a misdirected write): its
+	 * checksum holds, its trailer names another home */
+	reset();
+	CHECK(dir_blocks >= 2);
+	memcpy(blk(dir_start), blk(dir_start + 1), BS);
+	expect_refused("a directory block at the wrong home", IMG_SIZE, -EUCLEAN, NULL);
+
 	/* FAT */
 	reset();
 	a0 = first_of("A");

@@ -180,6 +180,16 @@ static void offsets(struct sfs *fs)
 	CHECK_EQ(sfs_file_stat(fs, fd, &st), 0);
 	CHECK_EQ(st.size, SFS_MAX_SIZE);
 	CHECK_EQ(sfs_file_pwrite(fs, fd, buf, 1, SFS_MAX_SIZE), -EFBIG);
+	CHECK_EQ(sfs_file_seek(fs, fd, 0, SEEK_END), (long long)SFS_MAX_SIZE);
+	CHECK_EQ(sfs_file_write(fs, fd, "z", 1), -EFBIG);          /* at the position */
+	{
+		int ap = sfs_file_open(fs, "off", SFS_O_APPEND);
+
+		CHECK(ap >= 0);
+		CHECK_EQ(sfs_file_write(fs, ap, "z", 1), -EFBIG);  /* appending at 2^44 */
+		CHECK_EQ(sfs_file_close(fs, ap), 0);
+	}
+	CHECK_EQ(sfs_file_seek(fs, fd, 10, SEEK_SET), 10);
 	memset(buf, 1, sizeof buf);
 	CHECK_EQ(sfs_file_pread(fs, fd, buf, sizeof buf, SFS_MAX_SIZE - 4), 4);
 	CHECK(buf[0] == 0 && buf[3] == 0);

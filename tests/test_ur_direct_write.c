@@ -300,7 +300,8 @@ int main(void)
 	 *     AIO (queued for the batch's io_submit); a drained read of the same range
 	 *     must see it and complete after it; a second overwrite, then a linked read
 	 *     of the range (chain to a plain read) must see that one; an overwrite, then
-	 *     a drained overwrite of the same range: the drained one lands last. */
+	 *     a drained overwrite of the same range: the drained one lands last; the
+	 *     same for an unaligned (synchronous) write after an AIO overwrite. */
 	{
 		n = 0;
 		struct op *w1 = addw(&n, 0, CHUNK, 1, NULL);
@@ -313,6 +314,10 @@ int main(void)
 		struct op *w3 = addw(&n, 8 * CHUNK, CHUNK, 1, NULL);
 		struct op *w4 = addw(&n, 8 * CHUNK, CHUNK, 1, NULL);
 		w4->flags = URFS_IOSQE_IO_DRAIN;
+		/* an overwrite by AIO, then an unaligned write into it: that one goes
+		 * the synchronous way, after the AIO write (ABI.md O_DIRECT) */
+		struct op *w5 = addw(&n, 12 * CHUNK, CHUNK, 1, NULL);
+		struct op *w6 = addw(&n, 12 * CHUNK + 100, 300, 1, NULL);
 		run(n);
 		check_writes(n);
 		if (r1->order < w1->order || l1->order < w2->order || w4->order < w3->order)
@@ -324,10 +329,14 @@ int main(void)
 		check_read(l2);
 		apply(w3);
 		apply(w4);
+		apply(w5);
+		apply(w6);
 		n = 0;
 		add(&n, UR_OP_READ, fd_f, 8 * CHUNK, CHUNK, 1);
-		run(1);
+		add(&n, UR_OP_READ, fd_f, 12 * CHUNK, CHUNK, 1);
+		run(2);
 		check_read(&ops[0]);
+		check_read(&ops[1]);
 	}
 
 	/* 2. One submit: overwrites and reads (of other ranges), an fsync; more
@@ -515,6 +524,68 @@ int main(void)
 	run(n);
 	for (int i = 0; i < n; i++)
 		check_read(&ops[i]);
+	urfs_queue_exit(&ring);
+
+	/* Reads in flight on the image count against the CQ's room (ABI.md): SQ 8,
+	 * CQ 8, four NOP CQEs left unreaped, then 8 reads: only 4 may be taken until
+	 * CQEs are reaped; the CQ never holds more than 8; every CQE comes once. */
+	memset(&p, 0, sizeof(p));
+	p.image = "d.sfs";
+	p.flags = URFS_SETUP_DIRECT;
+	p.cq_entries = 8;
+	p.buf_area_size = 8 * 4096;
+	if ((r = urfs_queue_init_params(8, &ring, &p)) < 0)
+		FAIL("init 3: %s (%s)", strerror(-r), p.errmsg);
+	iv.iov_base = NULL;
+	iv.iov_len = 8 * 4096;
+	if ((r = urfs_register_buffers(&ring, &iv, 1)) < 0)
+		FAIL("register 3: %s", strerror(-r));
+	area = iv.iov_base;
+	s = urfs_get_sqe(&ring);
+	urfs_prep_openat(s, "f", URFS_O_RDONLY);
+	{
+		struct urfs_cqe *c;
+		urfs_sqe_set_data64(s, 0);
+		if (urfs_submit_and_wait(&ring, 1) < 0 || urfs_wait_cqe(&ring, &c) < 0 || c->res < 0)
+			FAIL("open f on ring 3");
+		fd_f = c->res;
+		urfs_cqe_seen(&ring, c);
+		for (int i = 0; i < 4; i++) {
+			s = urfs_get_sqe(&ring);
+			urfs_prep_nop(s);
+			urfs_sqe_set_data64(s, 100);
+		}
+		if (urfs_submit_and_wait(&ring, 4) != 4)
+			FAIL("NOPs on ring 3");
+		for (int i = 0; i < 8; i++) {
+			s = urfs_get_sqe(&ring);
+			urfs_prep_read_fixed(s, fd_f, area + i * 4096, 4096, (uint64_t)i * 4096, 0);
+			urfs_sqe_set_data64(s, (uint64_t)i);
+		}
+		if ((r = urfs_submit(&ring)) != 8)
+			FAIL("submit reads on ring 3: %d", r);
+		struct timespec pause = { 0, 100 * 1000 * 1000 };
+		nanosleep(&pause, NULL);
+		if (urfs_cq_ready(&ring) != 8)
+			FAIL("CQ of 8 with reads in flight holds %u CQEs", urfs_cq_ready(&ring));
+		unsigned nops = 0, seen = 0;
+		while (nops + __builtin_popcount(seen) < 12) {
+			if ((r = urfs_wait_cqe(&ring, &c)) < 0)
+				FAIL("wait on ring 3: %s", strerror(-r));
+			if (c->user_data == 100) {
+				nops++;
+			} else {
+				if (c->user_data >= 8 || (seen & (1u << c->user_data)) || c->res != 4096)
+					FAIL("ring 3: CQE %llu res %d", (unsigned long long)c->user_data, c->res);
+				seen |= 1u << c->user_data;
+				if (memcmp(area + c->user_data * 4096, model + c->user_data * 4096, 4096))
+					FAIL("ring 3: read %llu differs", (unsigned long long)c->user_data);
+			}
+			urfs_cqe_seen(&ring, c);
+		}
+		if (nops != 4 || urfs_peek_cqe(&ring, &c) == 0)
+			FAIL("ring 3: %u NOP CQEs, or a CQE too many", nops);
+	}
 	urfs_queue_exit(&ring);
 	free(back);
 	free(model);

@@ -168,6 +168,21 @@ int main(void)
 	expect(one(s), -EFAULT, "fixed: bad index");
 	s = sqe_n(0); urfs_prep_read_fixed(s, fd, buf2, 10, 0, 0);
 	expect(one(s), -EFAULT, "fixed: ordinary memory");
+	/* an index no longer registered (2 buffers, then 1): -EFAULT, even where the
+	 * old buffer's memory is still there */
+	{
+		void *old1 = fb[1].iov_base;
+		struct iovec one_fb = { NULL, 4096 };
+		expect(urfs_unregister_buffers(&ring), 0, "unregister");
+		expect(urfs_register_buffers(&ring, &one_fb, 1), 0, "register one");
+		s = sqe_n(0); urfs_prep_read_fixed(s, fd, old1, 4096, 0, 1);
+		expect(one(s), -EFAULT, "fixed: index 1 of 1 buffer");
+		expect(urfs_unregister_buffers(&ring), 0, "unregister");
+		void *b0 = fb[0].iov_base, *b1 = fb[1].iov_base;
+		expect(urfs_register_buffers(&ring, fb, 2), 0, "register two again");
+		if (fb[0].iov_base != b0 || fb[1].iov_base != b1)
+			FAIL("registered buffers moved");
+	}
 
 	/* --- readv/writev, region and ordinary buffers mixed --- */
 	char v1[5] = "hello", v3[7] = "-world!";
@@ -333,6 +348,23 @@ int main(void)
 	expect(raw(q), -EFAULT, "register a buffer outside the buffer area");
 	struct iovec big = { NULL, 1ull << 40 };
 	expect(urfs_register_buffers(&ring, &big, 1), -ENOMEM, "register too much");
+
+	/* an ordinary buffer larger than the whole staging area (4 MiB by default):
+	 * its CQE says -ENOBUFS, at once (not a submit that never goes out) */
+	{
+		size_t huge = (8u << 20) + 4096;
+		char *hb = malloc(huge);
+		struct urfs_cqe *c;
+		struct timespec ts = { 5, 0 };
+		if (!hb) FAIL("malloc");
+		s = sqe_n(0); urfs_prep_read(s, fd, hb, (unsigned)huge, 0); SET(s, 9);
+		urfs_submit(&ring);
+		if ((r = urfs_wait_cqe_timeout(&ring, &c, &ts)) < 0)
+			FAIL("a read larger than the staging area: no CQE (%s)", strerror(-r));
+		expect(c->res, -ENOBUFS, "read larger than the staging area");
+		urfs_cqe_seen(&ring, c);
+		free(hb);
+	}
 
 	urfs_queue_exit(&ring);
 	printf("ok\n");

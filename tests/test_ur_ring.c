@@ -4,6 +4,7 @@
  * entries (nothing lost, nothing duplicated), for-each/advance and peek_batch,
  * wait with timeout on an empty ring, and the server sleeping and waking. */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,35 @@ int main(void)
 		urfs_cq_advance(&ring, n);
 	}
 	if (urfs_peek_cqe(&ring, &cqe) != -EAGAIN) FAIL("extra completion");
+	urfs_queue_exit(&ring);
+
+	/* 4b. the CQ is never overrun (ABI.md): SQ 4, CQ 8, nothing reaped; 8 NOPs fill
+	 * the CQ, 4 more wait in the SQ while the server sees them; then exactly 8
+	 * CQEs are there, in order, and the other 4 follow once there is room */
+	init(4, 8, 1000);
+	for (unsigned k = 0; k < 12; k++) {
+		while (!(sqe = urfs_get_sqe(&ring))) {
+			if ((r = urfs_submit(&ring)) < 0) FAIL("submit: %s", strerror(-r));
+			sched_yield();
+		}
+		urfs_prep_nop(sqe);
+		urfs_sqe_set_data64(sqe, k);
+		if ((r = urfs_submit(&ring)) < 0) FAIL("submit: %s", strerror(-r));
+	}
+	{
+		struct timespec pause = { 0, 50 * 1000 * 1000 };
+		for (int i = 0; i < 100 && urfs_cq_ready(&ring) < 8; i++)
+			nanosleep(&pause, NULL);
+		nanosleep(&pause, NULL);      /* time to overrun it, if the server would */
+	}
+	if (urfs_cq_ready(&ring) != 8) FAIL("full CQ of 8 holds %u CQEs", urfs_cq_ready(&ring));
+	for (uint64_t k = 0; k < 12; k++) {
+		if ((r = urfs_wait_cqe(&ring, &cqe)) < 0) FAIL("wait: %s", strerror(-r));
+		if (cqe->user_data != k) FAIL("CQE %llu is %llu", (unsigned long long)k,
+					       (unsigned long long)cqe->user_data);
+		urfs_cqe_seen(&ring, cqe);
+	}
+	if (urfs_peek_cqe(&ring, &cqe) != -EAGAIN) FAIL("a CQE too many");
 	urfs_queue_exit(&ring);
 
 	/* 5. wrap-around with batches, server polling */
