@@ -17,6 +17,8 @@
 #   tests: test_ur_ops test_ur_hostile  tests expected to kill it (each must exist)
 #   pending: why                        optional: the killing test is not here yet; the
 #                                       original text is still checked, the mutant not run
+#   timeout: 15                         optional: seconds per test for this mutant (one
+#                                       that kills by making a test hang)
 #   @@ original
 #   ...lines that must occur exactly once in the file...
 #   @@ mutant
@@ -85,6 +87,7 @@ for m in $list; do
 	name=$(basename "$m" .mut)
 	if [ ! -f "$m" ]; then echo "BROKEN $name: $m does not exist"; broken=$((broken + 1)); bad="$bad $name"; continue; fi
 	file=$(field "$m" file); promise=$(field "$m" promise); tests=$(field "$m" tests); pend=$(field "$m" pending)
+	tmo=$(field "$m" timeout); tmo=${tmo:-$TIMEOUT}
 	why=""
 	[ -n "$file" ] && [ -f "$W/$file" ] || why="no such file: '$file'"
 	[ -n "$promise" ] || why="${why:-no promise: line}"
@@ -111,7 +114,7 @@ for m in $list; do
 		broken=$((broken + 1)); bad="$bad $name"
 	else
 		[ "${MUTATE_ALL:-0}" = 1 ] && run="" || run=$tests
-		if (cd "$W" && O="$W" TEST_TIMEOUT=$TIMEOUT sh tests/run.sh $run) >"$W/test.log" 2>&1; then
+		if (cd "$W" && O="$W" TEST_TIMEOUT=$tmo sh tests/run.sh $run) >"$W/test.log" 2>&1; then
 			echo "SURVIVED $name ($(( $(date +%s) - t0 ))s): $promise"
 			echo "    tests run: ${run:-all}; mutant of $file:"; sed -n '/^@@ mutant/,$p' "$m" | sed 's/^/    /'
 			survived=$((survived + 1)); bad="$bad $name"

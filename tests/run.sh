@@ -13,6 +13,9 @@
 # TEST_UR_SERVER (the server the library starts, e.g. scripts/valgrind-server.sh),
 # TEST_PARTS_LOG (a file that gets "test: PART: ..." and "test: SKIP-PART: ..."
 # for every part reported, e.g. for CI to count the io_uring parts).
+# With VG_SERVER set (the servers run under scripts/valgrind-server.sh), each
+# test's servers log to $VG_LOGDIR/TEST/ (VG_LOGDIR: a temporary directory if
+# unset) and a test whose servers logged any valgrind error fails.
 O=${O:-.}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$O" && pwd)
@@ -21,6 +24,11 @@ export UR_SERVER="${TEST_UR_SERVER:-$BIN/simplefs_server}"
 export UR_BIN="$BIN"
 export UR_SRCDIR="$TOP"
 unset SFS_IMAGE
+
+if [ -n "$VG_SERVER" ]; then
+	VG_BASE=${VG_LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/urvg.XXXXXX")}
+	echo "server valgrind logs: $VG_BASE/TEST/server.PID.log"
+fi
 
 pass=0; fail=0; skip=0; failed=""
 if [ $# -gt 0 ]; then
@@ -35,8 +43,20 @@ for t in $list; do
 	fi
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/urtest.$name.XXXXXX")
 	start=$(date +%s)
+	if [ -n "$VG_SERVER" ]; then
+		export VG_LOGDIR="$VG_BASE/$name"
+		mkdir -p "$VG_LOGDIR"
+	fi
 	(cd "$dir" && timeout -k 10 "$TIMEOUT" $TEST_WRAP "$t") > "$dir.log" 2>&1
 	rc=$?
+	if [ -n "$VG_SERVER" ]; then   # a server's valgrind errors fail its test
+		for f in "$VG_LOGDIR"/server.*.log; do
+			[ -s "$f" ] || continue
+			echo "valgrind found errors in simplefs_server ($f):" >> "$dir.log"
+			cat "$f" >> "$dir.log"
+			[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] && rc=98
+		done
+	fi
 	secs=$(( $(date +%s) - start ))
 	if [ -n "$TEST_PARTS_LOG" ]; then
 		grep -E '^(SKIP-)?PART: ' "$dir.log" | sed "s/^/$name: /" >> "$TEST_PARTS_LOG"
