@@ -292,6 +292,8 @@ int main(void)
 	q = q0; q.reserved[1] = 1; expect(raw(q), -EINVAL, "reserved bits");
 	q = q0; q.fd = -5; expect(raw(q), -EBADF, "negative fd");
 	q = q0; q.fd = 1 << 30; expect(raw(q), -EBADF, "huge fd");
+	q = q0; q.opcode = UR_OP_CLOSE; q.fd = 1 << 30; expect(raw(q), -EBADF, "close a huge fd");
+	q = q0; q.opcode = UR_OP_FSYNC; q.fd = 1 << 20; expect(raw(q), -EBADF, "fsync a huge fd");
 	q = q0; q.addr = 0; expect(raw(q), -EFAULT, "addr in header");
 	q = q0; q.addr = h->sqes_off; expect(raw(q), -EFAULT, "addr in SQ array");
 	q = q0; q.addr = rsz - 8; expect(raw(q), -EFAULT, "crosses region end");
