@@ -486,6 +486,34 @@ int main(void)
 		homes[1] = total - 1;
 		journal_txn(0, 2, homes, logblk);
 		expect_clean("a journal transaction aimed outside the metadata");
+		/* Hostile: a transaction aimed at a file's data block only (sealed for
+		 * that home): dropped, the file's bytes untouched */
+		reset();
+		homes[0] = first_of("A");
+		memset(logblk, 0xCD, BS);
+		set32(logblk + BS - 8, homes[0]);
+		set32(logblk + BS - 4, crc32c(logblk, BS - 4));
+		journal_txn(0, 1, homes, logblk);
+		expect_clean("a journal transaction aimed at file data");
+		{
+			struct sfs_dev *dev = sfs_memdev_new(img, IMG_SIZE, IMG_SIZE);
+			struct sfs *fs;
+			char err[256];
+			uint8_t got[BS];
+			int fd;
+
+			CHECK(dev);
+			CHECK_EQ(sfs_mount_dev(dev, 0, 0, &fs, err, sizeof err), 0);
+			fd = sfs_file_open(fs, "A", SFS_O_RDONLY);
+			CHECK(fd >= 0);
+			CHECK_EQ(sfs_file_pread(fs, fd, got, BS, 0), BS);
+			for (unsigned k = 0; k < BS; k++)
+				if (got[k] != 'A')
+					FAIL("a journal transaction aimed at data changed A's byte %u", k);
+			CHECK_EQ(sfs_file_close(fs, fd), 0);
+			CHECK_EQ(sfs_unmount(fs), 0);
+			sfs_dev_free(dev);
+		}
 		/* Hostile: counts and starts beyond the journal. */
 		reset();
 		journal_txn(0, 0, homes, logblk);
