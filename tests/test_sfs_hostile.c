@@ -4,8 +4,9 @@
  * tiny images, bad FAT/directory checksums, FAT cycles, cross-linked chains,
  * out-of-range block numbers, bad directory entries, hand-made journal
  * transactions (a valid one is replayed, torn or hostile ones are dropped),
- * leaked blocks, and thousands of random corruptions (resealed so they pass
- * the checksums). Mount must fail with the right error or succeed; fsck must
+ * a valid block at the wrong home, leaked blocks, and thousands of random
+ * corruptions (most resealed so they pass the checksums; a block left with a
+ * bad checksum is never mounted; both outcomes occur often). Mount must fail with the right error or succeed; fsck must
  * report; fsck -y must fix what it reports (a second check is clean) and the
  * image then mounts; a check-only fsck and a read-only mount never write;
  * fsck -y cut by a power cut at any of its writes leaves an image a second

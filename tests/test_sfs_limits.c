@@ -2,8 +2,10 @@
  * give -ENAMETOOLONG, empty names -EINVAL; exactly max_files files can exist
  * and one more gives -ENOSPC (a slot comes back after a remove, the full
  * directory survives a remount); bad handles give -EBADF everywhere; the
- * handle table ends with -EMFILE; offsets
- * and seeks that overflow are refused and change nothing.
+ * handle table holds exactly 65536 handles, then -EMFILE; a file may be
+ * truncated to exactly 2^44 bytes but not past it, and a write at 2^44 (at an
+ * offset, the position, or appending) is -EFBIG; offsets and seeks that
+ * overflow are refused and change nothing.
  *
  * It must never accept a crash or a silent success where an error is due.
  */

@@ -6,7 +6,10 @@
  * write's, nothing written before the truncate surviving past the new end even
  * where the file is extended again past a hole); 1000 reads and writes in flight on
  * a 1024-entry ring (more than the server's 256 AIO slots: each CQE exactly
- * once, each byte right); a write straddling EOF, one on an O_APPEND handle
+ * once, each byte right); IO_DRAIN and IO_LINK ops and an unaligned write
+ * ordered after the AIO overwrites before them; reads in flight counting
+ * against the CQ's room (an 8-entry CQ never overrun); a write straddling EOF,
+ * one on an O_APPEND handle
  * and one on a read-only handle (all synchronous rules kept). Everything is
  * checked byte for byte against a model after remount, through SimpleFS
  * directly and through a second, buffered ring; the mtime moved. Skips only

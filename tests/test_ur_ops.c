@@ -5,8 +5,9 @@
  * -ECANCELED (error and short read), drain, and every malformed SQE class
  * (opcode, flags, reserved bits, fd, buffer index, address/length ranges with
  * overflow, offset, iovec count and ranges, names, statx output, registration)
- * answered with -EINVAL/-EBADF/-EFAULT/-ENAMETOOLONG while the ring stays
- * healthy. */
+ * answered with -EINVAL/-EBADF/-EFAULT/-ENAMETOOLONG in ABI.md's order while
+ * the ring stays healthy; an index no longer registered; a buffer larger than
+ * the staging area (-ENOBUFS). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,9 @@
  * user_data echo, ring wrap-around (many times the ring size), SQ full
  * (get_sqe returns NULL), CQ full with many more requests in flight than CQ
  * entries (nothing lost, nothing duplicated), for-each/advance and peek_batch,
- * wait with timeout on an empty ring, and the server sleeping and waking. */
+ * wait with timeout on an empty ring (-ETIME, not before the time asked nor
+ * long after), a full CQ never overrun (SQEs wait in the SQ), the entry limits
+ * (32768, default CQ 2x capped), and the server sleeping and waking. */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
