@@ -567,8 +567,10 @@ int main(void)
 		}
 		if ((r = urfs_submit(&ring)) != 8)
 			FAIL("submit reads on ring 3: %d", r);
-		struct timespec pause = { 0, 100 * 1000 * 1000 };
-		nanosleep(&pause, NULL);
+		struct timespec pause = { 0, 50 * 1000 * 1000 };
+		for (int i = 0; i < 100 && urfs_cq_ready(&ring) < 8; i++)
+			nanosleep(&pause, NULL);
+		nanosleep(&pause, NULL);      /* time to overrun it, if the server would */
 		if (urfs_cq_ready(&ring) != 8)
 			FAIL("CQ of 8 with reads in flight holds %u CQEs", urfs_cq_ready(&ring));
 		unsigned nops = 0, seen = 0;
