@@ -108,6 +108,8 @@ static void run(const struct cfg *c)
 	CHECK(n == -ENODATA, "%s: read_fully across EOF: %lld", c->label, (long long)n);
 	CHECK(!memcmp(bufs, model + msize - PG, PG), "%s: bytes before EOF", c->label);
 	CHECK(urch_read(ch, bufs, PG, (uint64_t)1 << 63) == -EINVAL, "%s: read bad pos", c->label);
+	CHECK(urch_write(ch, bufs, PG, (uint64_t)INT64_MAX - 10) == -EINVAL,
+	      "%s: a write whose end passes INT64_MAX", c->label);
 
 	/* A batch with failing ops: each reported, the rest done. */
 	memset(bufs, 0, 8 * PG);
