@@ -6,6 +6,7 @@
 #   make test            build and run the test suite
 #   make O=build-san SANITIZE=1 test   the same under ASan + UBSan, in build-san/
 #   make fuzz            libFuzzer pass over mount + fsck (clang, FUZZ_TIME seconds)
+#   make mutate          plant each mutant of tests/mutants/ in a scratch copy: each must be killed
 #   make install PREFIX=/usr/local DESTDIR=   (programs, library, headers, man pages)
 #   make deb             Debian packages in $(O)/deb/ (dpkg-buildpackage; debian/)
 #   make clean
@@ -64,7 +65,7 @@ RPATH_TEST := -Wl,-rpath,'$$ORIGIN/../..'
 LINK_UR    := -L$(O) -l:$(SONAME)
 BENCH_LIBS := -luring -laio
 
-.PHONY: all progs test check clean install fuzz run deps deb deb-deps
+.PHONY: all progs test check clean install fuzz run deps deb deb-deps mutate
 .SECONDARY:
 all: progs $(TESTS)
 progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(SERVER) $(TOOLS) $(BENCH)
@@ -116,6 +117,10 @@ deps:
 test check: deps
 	$(MAKE) all
 	O=$(O) sh tests/run.sh
+
+# Mutation testing works on its own scratch copy of the tree (scripts/mutate.sh).
+mutate: deps
+	sh scripts/mutate.sh
 
 run: deps
 	$(MAKE) all

@@ -8,6 +8,8 @@
 
 #include <sfs.h>
 
+#include "parts.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

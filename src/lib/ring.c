@@ -226,7 +226,9 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	if (entries == 0 || entries > UR_MAX_ENTRIES)
 		return -EINVAL;
 	uint32_t sqn = roundup_pow2(entries);
-	uint32_t cqn = p->cq_entries ? roundup_pow2(p->cq_entries) : 2 * sqn;
+	/* the default CQ is twice the SQ, capped at the limit (ABI.md) */
+	uint32_t cqn = p->cq_entries ? roundup_pow2(p->cq_entries)
+				     : sqn < UR_MAX_ENTRIES ? 2 * sqn : sqn;
 	if (cqn < sqn || cqn > UR_MAX_ENTRIES)
 		return -EINVAL;
 	uint64_t stage = align_up(p->staging_size ? p->staging_size : DEFAULT_STAGING, 4096);
