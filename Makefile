@@ -6,7 +6,9 @@
 #   make test            build and run the test suite
 #   make O=build-san SANITIZE=1 test   the same under ASan + UBSan, in build-san/
 #   make fuzz            libFuzzer pass over mount + fsck (clang, FUZZ_TIME seconds)
-#   make install PREFIX=/usr/local DESTDIR=
+#   make mutate          plant each mutant of tests/mutants/ in a scratch copy: each must be killed
+#   make install PREFIX=/usr/local DESTDIR=   (programs, library, headers, man pages)
+#   make deb             Debian packages in $(O)/deb/ (dpkg-buildpackage; debian/)
 #   make clean
 
 VERSION     := 0.1.0
@@ -22,6 +24,8 @@ PREFIX      ?= /usr/local
 LIBDIR      ?= $(PREFIX)/lib
 BINDIR      ?= $(PREFIX)/bin
 INCDIR      ?= $(PREFIX)/include
+LIBEXECDIR  ?= $(PREFIX)/libexec/urfs
+MANDIR      ?= $(PREFIX)/share/man
 FUZZ_TIME   ?= 60
 
 ifeq ($(SANITIZE),1)
@@ -46,8 +50,14 @@ TOOLS      := $(TOOL_SRC:tools/%.c=$(O)/%)
 TESTS      := $(TEST_SRC:tests/%.c=$(OBJ)/t/%)
 
 LIBSFS     := $(OBJ)/libsfs.a
+# The server's parts but main.o: the server links them, and so do the tests that
+# call its checks in-process (region header, doorbells).
+LIBSERVER  := $(OBJ)/libserver.a
+SERVER_LIB_OBJ := $(filter-out $(OBJ)/src/server/main.o,$(SERVER_OBJ))
+# The library's file name starts with its soname (libur_fs.so.1 -> libur_fs.so.1.0.0).
 SONAME     := libur_fs.so.$(SOVERSION)
-LIBUR      := $(O)/libur_fs.so.$(VERSION)
+LIBFILE    := $(SONAME).0.0
+LIBUR      := $(O)/$(LIBFILE)
 SERVER     := $(O)/simplefs_server
 BENCH      := $(O)/bench
 # The drop-in gets a folder of its own: LD_LIBRARY_PATH=$(O)/uring PROGRAM.
@@ -60,16 +70,17 @@ RPATH_TEST := -Wl,-rpath,'$$ORIGIN/../..'
 LINK_UR    := -L$(O) -l:$(SONAME)
 BENCH_LIBS := -luring -laio
 
-.PHONY: all test check clean install fuzz run deps
+.PHONY: all progs test check clean install fuzz run deps deb deb-deps mutate
 .SECONDARY:
-all: $(LIBSFS) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
+all: progs $(TESTS)
+progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-# The client library finds simplefs_server under the install prefix last.
-$(OBJ)/src/lib/%.pic.o: CPPFLAGS += -DUR_PREFIX='"$(PREFIX)"'
+# The client library finds simplefs_server in the install's libexec directory last.
+$(OBJ)/src/lib/%.pic.o: CPPFLAGS += -DUR_LIBEXECDIR='"$(LIBEXECDIR)"'
 $(OBJ)/%.pic.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
@@ -78,10 +89,14 @@ $(LIBSFS): $(SFS_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(LIBSERVER): $(SERVER_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(LIBUR): $(LIB_OBJ) src/lib/libur_fs.map
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/lib/libur_fs.map \
 	  $(LDFLAGS) -o $@ $(LIB_OBJ) -luring $(LDLIBS_BASE)
-	ln -sf libur_fs.so.$(VERSION) $(O)/$(SONAME)
+	ln -sf $(LIBFILE) $(O)/$(SONAME)
 	ln -sf $(SONAME) $(O)/libur_fs.so
 
 # liburing.so.2 with Debian 12's symbol versions (LIBURING_2.0 .. 2.3). Its own
@@ -92,8 +107,8 @@ $(LIBURING): $(URING_OBJ) src/uring/liburing.map
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,liburing.so.2 -Wl,--version-script=src/uring/liburing.map -Wl,-Bsymbolic-functions \
 	  $(LDFLAGS) -o $@ $(URING_OBJ) $(LDLIBS_BASE)
 
-$(O)/simplefs_server: $(SERVER_OBJ) $(LIBSFS)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(SERVER_OBJ) $(LIBSFS) $(LDLIBS_BASE)
+$(O)/simplefs_server: $(OBJ)/src/server/main.o $(LIBSERVER) $(LIBSFS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(OBJ)/src/server/main.o $(LIBSERVER) $(LIBSFS) $(LDLIBS_BASE)
 
 $(O)/%: $(OBJ)/tools/%.o $(LIBSFS) $(LIBUR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $< $(LIBSFS) $(LINK_UR) $(LDLIBS_BASE)
@@ -104,9 +119,9 @@ $(O)/bench: $(BENCH_OBJ) $(LIBSFS) $(LIBUR)
 # Tests may use bench's engine objects (all but src/bench/main.c) to test the harness.
 # (bench sources live in src/bench/: a bench/ directory would clash with ./bench.)
 BENCH_LIB_OBJ := $(filter-out $(OBJ)/src/bench/main.o,$(BENCH_OBJ))
-$(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSFS) $(LIBUR) $(BENCH_LIB_OBJ)
+$(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSERVER) $(LIBSFS) $(LIBUR) $(BENCH_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSERVER) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
 
 # test_uring_* are liburing programs (Debian's <liburing.h>) linked to the drop-in,
 # never to the system's liburing: they find it in $(O)/uring through their rpath.
@@ -123,6 +138,10 @@ test check: deps
 	$(MAKE) all
 	O=$(O) sh tests/run.sh
 
+# Mutation testing works on its own scratch copy of the tree (scripts/mutate.sh).
+mutate: deps
+	sh scripts/mutate.sh
+
 run: deps
 	$(MAKE) all
 	O=$(O) sh scripts/demo.sh
@@ -136,20 +155,35 @@ $(O)/fuzz_sfs: fuzz/fuzz_sfs.c fuzz/fuzz_steps.h $(SFS_SRC) $(wildcard src/sfs/*
 	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ fuzz/fuzz_sfs.c $(SFS_SRC) -pthread
 
-install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
-	install -m 755 $(TOOLS) $(SERVER) $(BENCH) $(DESTDIR)$(BINDIR)/
+# Installed names fit a shared /usr/bin: bench becomes urfs-bench, test_ur_write_v2
+# (an example) stays in the tree, simplefs_server goes to LIBEXECDIR (the library
+# looks there). Man pages: man/man{1,3,7,8}.
+INSTALL_TOOLS := $(filter-out $(O)/test_ur_write_v2,$(TOOLS))
+install: progs
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
+	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(BENCH) $(DESTDIR)$(BINDIR)/urfs-bench
+	install -m 755 $(SERVER) $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 $(LIBSFS) $(DESTDIR)$(LIBDIR)/libsfs.a
 	install -m 644 include/*.h $(DESTDIR)$(INCDIR)/
-	install -m 755 $(LIBUR) $(DESTDIR)$(LIBDIR)/
-	ln -sf libur_fs.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	install -m 644 $(LIBUR) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libur_fs.so
 	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|' \
 	  src/lib/libur_fs.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libur_fs.pc
 	install -d $(DESTDIR)$(LIBDIR)/urfs
 	install -m 755 $(LIBURING) $(DESTDIR)$(LIBDIR)/urfs/liburing.so.2
+	for s in 1 3 7 8; do install -d $(DESTDIR)$(MANDIR)/man$$s && \
+	  install -m 644 man/man$$s/*.$$s $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
+
+# Debian packages (debian/): dpkg-buildpackage on a copy of the tree, lintian.
+deb-deps:
+	@sh scripts/install-deps.sh deb
+
+deb: deb-deps
+	O=$(O) sh scripts/build-deb.sh
 
 clean:
-	rm -rf $(OBJ) $(URING_DIR) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(O)/fuzz_sfs $(O)/fuzz-corpus
+	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(URING_DIR) $(O)/fuzz_sfs $(O)/fuzz-corpus $(O)/deb
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

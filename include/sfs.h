@@ -96,6 +96,16 @@ struct sfs;
  * is mounted). max_files 0 on a small image gives fewer than 4096 slots: the
  * directory takes at most a quarter of the image (1 MiB: 1984 files). */
 int sfs_format(const char *path, uint64_t size, uint32_t max_files);
+/* The same, with flags and the mode of a new image file (sfs_format: 0,
+ * SFS_DEFAULT_MODE). A new file is created O_EXCL with exactly mode (not
+ * through a symbolic link, even a dangling one); an existing path is opened
+ * without following a final symbolic link (-ELOOP). An existing non-empty
+ * regular file that is not a SimpleFS image is left alone (-EEXIST) unless
+ * SFS_FORMAT_FORCE; an image is reformatted. -EINVAL: unknown flags, mode
+ * above 07777, or not a regular file or block device. */
+int sfs_format_ex(const char *path, uint64_t size, uint32_t max_files, unsigned flags, unsigned mode);
+#define SFS_FORMAT_FORCE  0x1u   /* overwrite a file that is not an image */
+#define SFS_DEFAULT_MODE  0600u  /* images hold every file's data: owner only */
 int sfs_format_dev(struct sfs_dev *dev, uint32_t max_files);
 
 /* Mount. On failure returns -errno and, if err is not NULL, writes a one-line

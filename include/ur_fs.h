@@ -67,7 +67,7 @@ struct urfs_params {
 	const char *server;       /* NULL: $UR_SERVER, beside the library, beside
 				     the program, then the install prefix */
 	unsigned flags;           /* URFS_SETUP_* */
-	unsigned cq_entries;      /* 0: twice the SQ entries */
+	unsigned cq_entries;      /* 0: twice the SQ entries, at most 32768 */
 	unsigned idle_us;         /* server spin before sleeping (default 1000) */
 	unsigned wait_spin_us;    /* client spin in wait before sleeping (default 50) */
 	size_t   staging_size;    /* bytes for ordinary buffers (default 4 MiB) */

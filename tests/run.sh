@@ -1,13 +1,21 @@
 #!/bin/sh
 # tests/run.sh - runs every test program under $O/obj/t, each in a fresh
 # temporary directory, with a time limit. A test exits 0 (pass), 77 (skip) or
-# anything else (fail). Ends with the line "N passed, N failed, N skipped" and
-# exits non-zero if any test failed.
+# anything else (fail). A passing test may have parts it could not run (no
+# io_uring, no O_DIRECT here): it prints one line "SKIP-PART: need: part: why"
+# for each (tests/parts.h), and each counts as a skip, shown under the test.
+# Ends with the line "N passed, N failed, N skipped" (skips count tests and
+# parts) and exits non-zero if any test failed.
 #
 #   sh tests/run.sh [NAME...]      (NAME: test_foo, to run a subset)
 # Environment: O (build directory, default .), TEST_TIMEOUT (seconds, 300),
 # TEST_WRAP (a command to run each test under, e.g. "valgrind -q --error-exitcode=1"),
-# TEST_UR_SERVER (the server the library starts, e.g. scripts/valgrind-server.sh).
+# TEST_UR_SERVER (the server the library starts, e.g. scripts/valgrind-server.sh),
+# TEST_PARTS_LOG (a file that gets "test: PART: ..." and "test: SKIP-PART: ..."
+# for every part reported, e.g. for CI to count the io_uring parts).
+# With VG_SERVER set (the servers run under scripts/valgrind-server.sh), each
+# test's servers log to $VG_LOGDIR/TEST/ (VG_LOGDIR: a temporary directory if
+# unset) and a test whose servers logged any valgrind error fails.
 O=${O:-.}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$O" && pwd)
@@ -16,6 +24,11 @@ export UR_SERVER="${TEST_UR_SERVER:-$BIN/simplefs_server}"
 export UR_BIN="$BIN"
 export UR_SRCDIR="$TOP"
 unset SFS_IMAGE
+
+if [ -n "$VG_SERVER" ]; then
+	VG_BASE=${VG_LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/urvg.XXXXXX")}
+	echo "server valgrind logs: $VG_BASE/TEST/server.PID.log"
+fi
 
 pass=0; fail=0; skip=0; failed=""
 if [ $# -gt 0 ]; then
@@ -30,11 +43,34 @@ for t in $list; do
 	fi
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/urtest.$name.XXXXXX")
 	start=$(date +%s)
+	if [ -n "$VG_SERVER" ]; then
+		export VG_LOGDIR="$VG_BASE/$name"
+		mkdir -p "$VG_LOGDIR"
+	fi
 	(cd "$dir" && timeout -k 10 "$TIMEOUT" $TEST_WRAP "$t") > "$dir.log" 2>&1
 	rc=$?
+	if [ -n "$VG_SERVER" ]; then   # a server's valgrind errors fail its test
+		for f in "$VG_LOGDIR"/server.*.log; do
+			[ -s "$f" ] || continue
+			echo "valgrind found errors in simplefs_server ($f):" >> "$dir.log"
+			cat "$f" >> "$dir.log"
+			[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] && rc=98
+		done
+	fi
 	secs=$(( $(date +%s) - start ))
+	if [ -n "$TEST_PARTS_LOG" ]; then
+		grep -E '^(SKIP-)?PART: ' "$dir.log" | sed "s/^/$name: /" >> "$TEST_PARTS_LOG"
+	fi
 	case $rc in
-	0)  echo "PASS $name (${secs}s)"; pass=$((pass + 1)) ;;
+	0)  parts=$(grep -c '^SKIP-PART: ' "$dir.log")
+	    if [ "$parts" -gt 0 ]; then
+		echo "PASS $name (${secs}s), $parts part(s) skipped:"
+		grep '^SKIP-PART: ' "$dir.log" | sed 's/^/    /'
+		skip=$((skip + parts))
+	    else
+		echo "PASS $name (${secs}s)"
+	    fi
+	    pass=$((pass + 1)) ;;
 	77) echo "SKIP $name: $(tail -n 1 "$dir.log")"; skip=$((skip + 1)) ;;
 	*)  echo "FAIL $name (exit $rc, ${secs}s)"; sed 's/^/    /' "$dir.log" | tail -n 40
 	    fail=$((fail + 1)); failed="$failed $name" ;;

@@ -2,7 +2,8 @@
  * its reason, never crashed on: io_uring blocked by a seccomp filter (as in
  * Docker), a NOP job on an engine without NOP, a missing directory, the ur
  * engine without its server; and the
- * bench program itself prints "skipped: <reason>" and exits 0 for them.
+ * bench program itself prints "skipped: <reason>" and exits 0 for them; its
+ * --help names exactly the engines that run NOP.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "../src/bench/bench.h"
 #include "../src/common/noring.h"
+#include "parts.h"
 
 #define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
 
@@ -93,7 +95,7 @@ int main(void)
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
 		FAIL("seccomp child crashed");
 	if (WEXITSTATUS(st) == 77)
-		printf("(seccomp part skipped)\n");
+		tu_part_skip("seccomp", "io_uring blocked by a filter", "cannot install a seccomp filter");
 	else if (WEXITSTATUS(st) != 0)
 		FAIL("seccomp child failed");
 
@@ -114,6 +116,34 @@ int main(void)
 		int rc = p ? pclose(p) : -1;
 		if (skipped != 2 || rc != 0)
 			FAIL("bench run: %d skipped lines, exit status %d", skipped, rc);
+
+		/* --help names exactly the engines that run NOP (the others skip it) */
+		snprintf(cmd, sizeof(cmd), "'%s/bench' --help 2>&1", bin);
+		p = popen(cmd, "r");
+		char help[512] = "";
+		while (p && fgets(line, sizeof(line), p))
+			if (strstr(line, "--rw") && strstr(line, "nop:"))
+				snprintf(help, sizeof(help), "%s", strstr(line, "nop:"));
+		if (!p || pclose(p) != 0 || !help[0])
+			FAIL("bench --help says nothing of nop");
+		static const char *const all[] = { "sfs", "ur", "psync", "io_uring", "libaio",
+						   "posixaio", "null" };
+		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+			bench_job_defaults(&job);
+			if (bench_parse_engine(all[i], &job, err, sizeof(err)) < 0)
+				FAIL("%s", err);
+			char word[32];
+			int named = 0;
+			for (const char *w = help; *w; ) {
+				size_t n = strcspn(w, " ,():\n");
+				snprintf(word, sizeof(word), "%.*s", (int)n, w);
+				named |= n && !strcmp(word, all[i]);
+				w += n ? n : 1;
+			}
+			if (named != !!(job.ops->flags & BENCH_ENG_NOP))
+				FAIL("bench --help (%s) %s %s, which %s NOP", help, named ? "names" : "omits",
+				     all[i], job.ops->flags & BENCH_ENG_NOP ? "runs" : "does not run");
+		}
 	}
 	printf("PASS\n");
 	return 0;

@@ -7,13 +7,16 @@
 #ifndef TEST_CHAN_COMMON_H
 #define TEST_CHAN_COMMON_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "sfs.h"
 #include "ur_chan.h"
+#include "parts.h"
 
 #define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
 	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
@@ -64,10 +67,21 @@ static inline int cfg_open(const struct cfg *c, unsigned flags, unsigned entries
 	return urch_open_opts(c->path, flags | c->flags, c->engine, &o, ch);
 }
 
-/* Is this configuration runnable here? Formats the UR image. 0 or a reason. */
-static inline const char *cfg_prepare(const struct cfg *c)
+/* Is this configuration runnable here? Probes the host independently of the code under test
+ * (io_uring_setup, an O_DIRECT scratch file) and reports the configuration as a part that ran
+ * or was skipped (tests/parts.h); formats the UR image. Then the channel must open: a failure
+ * of the code under test where the host could is a failure, never a skip. 1: run it. */
+static inline int cfg_runnable(const struct cfg *c)
 {
-	static char why[160];
+	char why[160];
+	if (c->engine == URCH_IO_URING && !tu_have_io_uring(why, sizeof(why))) {
+		tu_part_skip("io_uring", c->label, why);
+		return 0;
+	}
+	if ((c->flags & URCH_DIRECT) && !tu_have_odirect(".", why, sizeof(why))) {
+		tu_part_skip("O_DIRECT", c->label, why);
+		return 0;
+	}
 	if (c->engine == URCH_UR) {
 		int r = sfs_format(c->image, 64ull << 20, 0);
 		if (r < 0)
@@ -75,19 +89,14 @@ static inline const char *cfg_prepare(const struct cfg *c)
 	}
 	struct urch *ch;
 	int r = cfg_open(c, URCH_CREATE, 8, &ch);
-	/* only io_uring can be absent (ENOSYS) or blocked (EPERM, seccomp); psync and ur must open */
-	if (c->engine == URCH_IO_URING && (r == -ENOSYS || r == -EPERM)) {
-		snprintf(why, sizeof(why), "%s: engine unavailable: %s", c->label, strerror(-r));
-		return why;
-	}
-	if (r == -EINVAL && (c->flags & URCH_DIRECT) && c->engine != URCH_UR) {
-		snprintf(why, sizeof(why), "%s: O_DIRECT refused by the file system", c->label);
-		return why;
-	}
 	if (r < 0)
 		FAIL("%s: open %s: %s", c->label, c->path, strerror(-r));
 	urch_close(ch);
-	return NULL;
+	if (c->engine == URCH_IO_URING)
+		tu_part_ran("io_uring", c->label);
+	else if (c->flags & URCH_DIRECT)
+		tu_part_ran("O_DIRECT", c->label);
+	return 1;
 }
 
 /* Read a whole file from outside the channel: host pread, or the sfs library. */
@@ -150,6 +159,39 @@ static inline void outside_write(const struct cfg *c, const void *buf, size_t le
 	sfs_file_close(fs, fd);
 	if ((r = sfs_unmount(fs)) < 0)
 		FAIL("unmount: %s", strerror(-r));
+}
+
+/* The pid of our child simplefs_server, or -1. */
+static inline pid_t child_server(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = -1, me = getpid();
+	while (d && (e = readdir(d))) {
+		char p[64], comm[64] = "", line[512];
+		int pid = atoi(e->d_name), ppid = -1;
+		if (pid <= 0)
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+		FILE *f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f)) {
+			char *rp = strrchr(line, ')');
+			char *lp = strchr(line, '(');
+			if (rp && lp && rp - lp - 1 < (long)sizeof(comm)) {
+				memcpy(comm, lp + 1, (size_t)(rp - lp - 1));
+				comm[rp - lp - 1] = 0;
+				sscanf(rp + 2, "%*c %d", &ppid);
+			}
+		}
+		fclose(f);
+		if (ppid == me && !strncmp(comm, "simplefs_server", 15))
+			found = pid;
+	}
+	if (d)
+		closedir(d);
+	return found;
 }
 
 #endif

@@ -3,7 +3,6 @@
  * success), single ops and size fail with -EPIPE, close returns; a new channel
  * on the image then starts a fresh server and sees the data written and
  * forced before the kill. */
-#include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,39 +10,6 @@
 
 #define PG 4096u
 #define N 64u
-
-/* The pid of our child simplefs_server, or -1. */
-static pid_t find_server(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	pid_t found = -1, me = getpid();
-	while (d && (e = readdir(d))) {
-		char p[64], comm[64] = "", line[512];
-		int pid = atoi(e->d_name), ppid = -1;
-		if (pid <= 0)
-			continue;
-		snprintf(p, sizeof(p), "/proc/%d/stat", pid);
-		FILE *f = fopen(p, "r");
-		if (!f)
-			continue;
-		if (fgets(line, sizeof(line), f)) {
-			char *rp = strrchr(line, ')');
-			char *lp = strchr(line, '(');
-			if (rp && lp && rp - lp - 1 < (long)sizeof(comm)) {
-				memcpy(comm, lp + 1, (size_t)(rp - lp - 1));
-				comm[rp - lp - 1] = 0;
-				sscanf(rp + 2, "%*c %d", &ppid);
-			}
-		}
-		fclose(f);
-		if (ppid == me && !strncmp(comm, "simplefs_server", 15))
-			found = pid;
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
 
 int main(void)
 {
@@ -58,10 +24,13 @@ int main(void)
 	fillpat(buf, sizeof(buf), 0, 7);
 	CHECK(urch_write_fully(ch, buf, sizeof(buf), 0) == (int64_t)sizeof(buf), "write");
 	CHECK(urch_force(ch, 1) == 0, "force");
-	pid_t srv = find_server();
+	pid_t srv = child_server();
 	CHECK(srv > 0, "server process not found");
 	CHECK(kill(srv, SIGKILL) == 0, "kill");
-	CHECK(waitpid(srv, NULL, 0) == srv || 1, "reap");
+	int st = 0;
+	pid_t w = waitpid(srv, &st, 0);     /* the kill took: the server is dead before we go on */
+	CHECK(w == srv && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "reap: waitpid %d, status %#x",
+	      (int)w, st);
 	for (unsigned i = 0; i < N; i++) {
 		ops[i].pos = (uint64_t)i * PG;
 		ops[i].buf = buf + (size_t)i * PG;

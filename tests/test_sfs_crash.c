@@ -19,7 +19,16 @@
  * into several transactions, at every cut point (at most 60, spread over
  * all its writes), then at 30 of them on the reordering device. Pass 4 cuts
  * the power again during the recovery (replay, orphan freeing) of every 5th
- * crash of pass 1, at each of its writes.
+ * crash of pass 1, at each of its writes. Pass 5, for each scenario (the
+ * second with the journal capped), cuts the power DURING each sync in turn
+ * (the unmount's included), several seeds each, and for the first scenario
+ * again during each sync of each crashed image's recovery: of the writes
+ * pending since the sync before, a random subset of 512-byte sectors reaches
+ * the disk (so a 4 KiB block, a log copy or the commit header, can be torn)
+ * and nothing later does; what that sync was to make durable is not counted
+ * as durable, everything before it is. The other passes cannot see a sync
+ * that only part happened: there a sync makes all its writes durable or,
+ * after the cut, none.
  *
  * It must never trust the library for what is expected: the model is memory.
  */
@@ -79,7 +88,8 @@ struct rdev {
 	uint8_t *cur, *dur;
 	struct pw *pend;
 	size_t npend, cap;
-	uint64_t writes, cut_at;
+	uint64_t writes, cut_at;      /* cut at write cut_at (0: not armed) */
+	uint64_t syncs, cut_sync;     /* or during sync cut_sync (0: not armed) */
 	int cut;
 };
 
@@ -130,6 +140,9 @@ static int r_sync(struct sfs_dev *d)
 {
 	struct rdev *r = (struct rdev *)d;
 
+	r->syncs++;
+	if (r->cut_sync && r->syncs >= r->cut_sync)
+		r->cut = 1;           /* the power fails while this sync runs */
 	if (r->cut)
 		return 0;
 	for (size_t i = 0; i < r->npend; i++)
@@ -168,7 +181,12 @@ static struct sfs_dev *rdev_new(uint64_t size)
 	return &r->d;
 }
 
-static void rdev_crash(struct sfs_dev *d, uint64_t seed)
+/* The crash: of the writes made since the last sync (and before the cut), a
+ * random subset of pieces of `piece` bytes reaches the disk (4096: blocks;
+ * 512: sectors, so one 4 KiB block can be torn), each piece on its own coin.
+ * Writes are applied in order, so a lost piece of a later write can leave an
+ * earlier write's bytes there, as a disk that flushed its cache part way would. */
+static void rdev_crash(struct sfs_dev *d, uint64_t seed, size_t piece)
 {
 	struct rdev *r = (struct rdev *)d;
 	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -176,47 +194,57 @@ static void rdev_crash(struct sfs_dev *d, uint64_t seed)
 	for (size_t i = 0; i < r->npend; i++) {
 		struct pw *p = &r->pend[i];
 
-		for (size_t k = 0; k < p->len; k += 4096) {
-			size_t n = p->len - k < 4096 ? p->len - k : 4096;
+		for (size_t k = 0; k < p->len; k += piece) {
+			size_t n = p->len - k < piece ? p->len - k : piece;
 
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			if (x & 1)
+			if (tu_xorshift64(&x) & 1)
 				memcpy(r->dur + p->off + k, p->data + k, n);
 		}
 	}
 	r_drop_pending(r);
 	memcpy(r->cur, r->dur, d->size);
 	r->cut = 0;
-	r->cut_at = 0;
+	r->cut_at = r->cut_sync = 0;
 }
 
 /* The run in progress. */
 static struct sfs_dev *dev;
 static struct sfs *fs;
-static int reorder;                    /* pass 2: dev is an rdev */
+static int reorder;                    /* passes 2, 5: dev is an rdev */
+static int sync_cut;                   /* pass 5: the cut is during a sync (rdev) */
 static int big;                        /* pass 3: the split-transaction scenario */
 extern unsigned sfs_debug_jcap;       /* src/sfs test knob (src/sfs/meta.c) */
-static uint64_t arm_base, cut_n;       /* cut at write arm_base + cut_n (0: never) */
+static uint64_t arm_base, cut_n;       /* cut at write (pass 5: sync) arm_base + cut_n (0: never) */
 
-static uint64_t dev_writes(void)
+/* The device events a cut is counted in: writes, or (pass 5) syncs. */
+static uint64_t dev_events(void)
 {
-	return reorder ? ((struct rdev *)dev)->writes : sfs_faultdev_writes(dev);
+	if (!reorder)
+		return sfs_faultdev_writes(dev);
+	return sync_cut ? ((struct rdev *)dev)->syncs : ((struct rdev *)dev)->writes;
 }
 
 static void dev_arm(uint64_t n)
 {
-	if (reorder)
-		((struct rdev *)dev)->cut_at = n ? ((struct rdev *)dev)->writes + n : 0;
-	else
+	struct rdev *r = (struct rdev *)dev;
+
+	if (!reorder)
 		sfs_faultdev_arm(dev, n);
+	else if (sync_cut)
+		r->cut_sync = n ? r->syncs + n : 0;
+	else
+		r->cut_at = n ? r->writes + n : 0;
+}
+
+static struct sfs_dev *dev_new(uint64_t size)
+{
+	return reorder ? rdev_new(size) : sfs_faultdev_new(size);
 }
 
 static void dev_crash(uint64_t seed)
 {
 	if (reorder)
-		rdev_crash(dev, seed);
+		rdev_crash(dev, seed, sync_cut ? 512 : 4096);
 	else
 		sfs_faultdev_crash(dev);
 }
@@ -226,9 +254,12 @@ static uint8_t pat(const struct cf *f, uint64_t pos, unsigned ver)
 	return (uint8_t)((f->tag << 4) | ((pos * 7 + ver * 5 + 1) & 0xF));
 }
 
+/* The power is still on: what the last sync returned for is durable. */
 static int durable_now(void)
 {
-	return cut_n == 0 || dev_writes() - arm_base < cut_n;
+	if (reorder)
+		return !((struct rdev *)dev)->cut;
+	return cut_n == 0 || dev_events() - arm_base < cut_n;
 }
 
 static void mark(struct cf *f, size_t from, size_t to)
@@ -687,8 +718,8 @@ static void reset_model(void)
 	}
 }
 
-/* One run with the cut at write n of the scenario (0: none); returns the
- * writes the scenario and its unmount made. */
+/* One run with the cut at write n (pass 5: during sync n) of the scenario
+ * (0: none); returns the writes (syncs) the scenario and its unmount made. */
 static uint64_t run(uint64_t n)
 {
 	uint64_t size = big ? BIG_DEV : DEV_SIZE;
@@ -696,13 +727,13 @@ static uint64_t run(uint64_t n)
 	int r;
 
 	reset_model();
-	dev = reorder ? rdev_new(size) : sfs_faultdev_new(size);
+	dev = dev_new(size);
 	CHECK(dev);
 	r = sfs_format_dev(dev, 64);
 	if (r < 0)
 		FAIL("format_dev: %s", strerror(-r));
 	CHECK(dev->sync(dev) == 0);
-	arm_base = dev_writes();
+	arm_base = dev_events();
 	cut_n = n;
 	dev_arm(n);
 	r = sfs_mount_dev(dev, 0, 0, &fs, err, sizeof err);
@@ -723,11 +754,14 @@ static uint64_t run(uint64_t n)
 				snapshot(&F[i]);
 		}
 	}
-	return dev_writes() - arm_base;
+	return dev_events() - arm_base;
 }
 
+static unsigned first_seed;            /* SFS_CRASH_FIRST_SEED */
+
 /* The cut points of one pass: all of them, or (max != 0) max of them spread
- * evenly over 1..w; returns the number that failed. */
+ * evenly over 1..w, each with seeds crashes (seeds first_seed, +1, ...);
+ * returns the number that failed. */
 static int pass(uint64_t w, unsigned seeds, uint64_t max)
 {
 	int fails = 0;
@@ -740,15 +774,16 @@ static int pass(uint64_t w, unsigned seeds, uint64_t max)
 			uint64_t w2 = run(n);
 
 			if (w2 != w)
-				FAIL("cut at %" PRIu64 ": the scenario made %" PRIu64 " writes, not %"
-				     PRIu64 " (not deterministic)", n, w2, w);
-			dev_crash(n * 16 + seed);
+				FAIL("cut at %" PRIu64 ": the scenario made %" PRIu64 " %s, not %"
+				     PRIu64 " (not deterministic)", n, w2, sync_cut ? "syncs" : "writes", w);
+			dev_crash((n << 32) + first_seed + seed);
 			if (check_after_crash() < 0) {
 				fails++;
 				if (nfail + fails <= 15)
-					fprintf(stderr, "%s cut at write %" PRIu64 "/%" PRIu64 " (seed %u): %s\n",
-						big ? "split scenario:" : reorder ? "reordering device:" :
-						"fault device:", n, w, seed, why);
+					fprintf(stderr, "%s%s cut %s %" PRIu64 "/%" PRIu64 " (seed %u): %s\n",
+						big ? "split scenario, " : "", reorder ? "reordering device:" :
+						"fault device:", sync_cut ? "during sync" : "at write", n, w,
+						first_seed + seed, why);
 			}
 			sfs_dev_free(dev);
 		}
@@ -756,21 +791,22 @@ static int pass(uint64_t w, unsigned seeds, uint64_t max)
 	return fails;
 }
 
-/* Pass 4: a power cut during the recovery itself. For every 5th cut point
- * of the scenario, the crashed image is mounted and unmounted (journal
- * replay, orphan freeing) with a second cut at each of those writes, crashed
- * again, and must then satisfy the same checks. Returns the failures. */
-static int pass_recovery(uint64_t w)
+/* Pass 4: a power cut during the recovery itself. For every step-th cut
+ * point of the scenario, the crashed image is mounted and unmounted (journal
+ * replay, orphan freeing) with a second cut at each of those writes (pass 5:
+ * during each of those syncs), crashed again, and must then satisfy the same
+ * checks. Returns the failures. */
+static int pass_recovery(const char *what, uint64_t w, uint64_t step)
 {
 	static uint8_t crashed[DEV_SIZE];
 	int fails = 0;
 	uint64_t tried = 0;
 
-	for (uint64_t n = 1; n <= w; n += 5) {
+	for (uint64_t n = 1; n <= w; n += step) {
 		uint64_t rw = 0;
 
 		CHECK_EQ(run(n), w);
-		sfs_faultdev_crash(dev);
+		dev_crash((n << 32) + first_seed);
 		CHECK_EQ(dev->pread(dev, crashed, DEV_SIZE, 0), 0);
 		sfs_dev_free(dev);
 		for (uint64_t m = 0; m == 0 || m <= rw; m++) {
@@ -778,38 +814,86 @@ static int pass_recovery(uint64_t w)
 			char err[256];
 			uint64_t base;
 
-			dev = sfs_faultdev_new(DEV_SIZE);
+			dev = dev_new(DEV_SIZE);
 			CHECK(dev);
 			CHECK_EQ(dev->pwrite(dev, crashed, DEV_SIZE, 0), 0);
 			CHECK_EQ(dev->sync(dev), 0);
-			base = sfs_faultdev_writes(dev);
-			sfs_faultdev_arm(dev, m);
+			base = dev_events();
+			dev_arm(m);
 			if (sfs_mount_dev(dev, 0, 0, &r, err, sizeof err) == 0)
 				sfs_unmount(r);
 			if (m == 0) {
-				rw = sfs_faultdev_writes(dev) - base;
+				rw = dev_events() - base;
 			} else {
-				sfs_faultdev_crash(dev);
+				dev_crash((n << 40) + (m << 20) + first_seed + 1);
 				tried++;
 				if (check_after_crash() < 0) {
 					fails++;
 					if (nfail + fails <= 15)
-						fprintf(stderr, "cut at write %" PRIu64 ", then at recovery write %"
-							PRIu64 "/%" PRIu64 ": %s\n", n, m, rw, why);
+						fprintf(stderr, "%s: cut %s %" PRIu64 ", then %s %" PRIu64 "/%"
+							PRIu64 ": %s\n", what,
+							sync_cut ? "during sync" : "at write", n,
+							sync_cut ? "during recovery sync" : "at recovery write",
+							m, rw, why);
 				}
 			}
 			sfs_dev_free(dev);
 		}
 	}
-	printf("pass 4 (a second cut during recovery): %d of %" PRIu64 " crashes failed\n", fails,
-	       tried);
+	printf("%s: %d of %" PRIu64 " crashes failed\n", what, fails, tried);
 	return fails;
 }
 
+/* Pass 5: the power fails DURING a sync. For every sync of the scenario
+ * (its unmount's included), seeds crashes: of the writes pending at that sync
+ * (made since the sync before), a random subset of 512-byte sectors reaches
+ * the disk (rdev_crash), and nothing after it does. Returns the failures. */
+static int pass_sync(const char *what, unsigned seeds)
+{
+	uint64_t s;
+	int fails;
+
+	reorder = sync_cut = 1;
+	s = run(0);
+	sfs_dev_free(dev);
+	CHECK(s > 5);
+	fails = pass(s, seeds, 0);
+	printf("pass 5 (%s: power cut during each of %" PRIu64 " syncs, random 512-byte sectors "
+	       "of the pending writes kept): %d of %" PRIu64 " crashes failed\n", what, s, fails,
+	       s * seeds);
+	if (!big)
+		fails += pass_recovery("pass 5 (a second cut during each sync of the recovery)", s, 1);
+	reorder = sync_cut = 0;
+	return fails;
+}
+
+static unsigned env_unsigned(const char *name, unsigned dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long x;
+
+	if (!v || !*v)
+		return dflt;
+	x = strtoul(v, &end, 10);
+	if (*end || x > 1000000)
+		FAIL("%s=%s: not a number up to 1000000", name, v);
+	return (unsigned)x;
+}
+
+/* Knobs (environment): SFS_CRASH_SEEDS, crashes per sync point in pass 5
+ * (default 3, as `make test` runs it; at least 1), and SFS_CRASH_FIRST_SEED
+ * (default 0), the first of them. The long pass (about 100 s; docs/FORMAT.md):
+ *   make -j2 all && SFS_CRASH_SEEDS=100 ./obj/t/test_sfs_crash */
 int main(void)
 {
 	uint64_t w;
 	int f1, f2;
+	unsigned seeds = env_unsigned("SFS_CRASH_SEEDS", 3);
+
+	first_seed = env_unsigned("SFS_CRASH_FIRST_SEED", 0);
+	if (seeds == 0)
+		FAIL("SFS_CRASH_SEEDS=0: pass 5 needs at least one seed");
 
 	/* Counting run, no cut: everything is durable and exact. */
 	w = run(0);
@@ -834,7 +918,8 @@ int main(void)
 	       f2, w);
 
 	reorder = 0;
-	nfail += pass_recovery(w);
+	nfail += pass_recovery("pass 4 (a second cut during recovery)", w, 5);
+	nfail += pass_sync("main scenario", seeds);
 
 	/* Pass 3: split transactions, every cut point. */
 	int f3;
@@ -858,6 +943,10 @@ int main(void)
 	sfs_debug_jcap = 0;
 	printf("pass 3 on the reordering device: %d of %" PRIu64 " crashes failed\n", f3,
 	       w < 30 ? w : 30);
+	sfs_debug_jcap = 4;
+	nfail += pass_sync("split scenario", seeds);
+	sfs_debug_jcap = 0;
+	big = 0;
 	for (int i = 0; i < NF; i++) {
 		free(F[i].cur);
 		free(F[i].dur);

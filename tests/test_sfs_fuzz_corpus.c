@@ -78,7 +78,7 @@ int main(void)
 			     o.after_rc, o.after_errors);
 	}
 	closedir(d);
-	if (valid < 3)
+	if (valid < 8)          /* fuzz/make_corpus.sh makes 8: none may go missing */
 		FAIL("only %u valid-* seeds in %s (of %u files)", valid, dir, n);
 	printf("ok: %u seeds, %u valid\n", n, valid);
 	return 0;

@@ -4,8 +4,9 @@
  * tiny images, bad FAT/directory checksums, FAT cycles, cross-linked chains,
  * out-of-range block numbers, bad directory entries, hand-made journal
  * transactions (a valid one is replayed, torn or hostile ones are dropped),
- * leaked blocks, and thousands of random corruptions (resealed so they pass
- * the checksums). Mount must fail with the right error or succeed; fsck must
+ * a valid block at the wrong home, leaked blocks, and thousands of random
+ * corruptions (most resealed so they pass the checksums; a block left with a
+ * bad checksum is never mounted; both outcomes occur often). Mount must fail with the right error or succeed; fsck must
  * report; fsck -y must fix what it reports (a second check is clean) and the
  * image then mounts; a check-only fsck and a read-only mount never write;
  * fsck -y cut by a power cut at any of its writes leaves an image a second
@@ -317,6 +318,13 @@ int main(void)
 	expect_refused("all zeros", IMG_SIZE, -EMEDIUMTYPE, "not a SimpleFS image");
 	expect_refused("100 bytes", 100, -EMEDIUMTYPE, NULL);
 
+	/* a valid metadata block in the wrong place (a misdirected write): its
+	 * checksum holds, its trailer names another home */
+	reset();
+	CHECK(dir_blocks >= 2);
+	memcpy(blk(dir_start), blk(dir_start + 1), BS);
+	expect_refused("a directory block at the wrong home", IMG_SIZE, -EUCLEAN, NULL);
+
 	/* FAT */
 	reset();
 	a0 = first_of("A");
@@ -479,6 +487,34 @@ int main(void)
 		homes[1] = total - 1;
 		journal_txn(0, 2, homes, logblk);
 		expect_clean("a journal transaction aimed outside the metadata");
+		/* Hostile: a transaction aimed at a file's data block only (sealed for
+		 * that home): dropped, the file's bytes untouched */
+		reset();
+		homes[0] = first_of("A");
+		memset(logblk, 0xCD, BS);
+		set32(logblk + BS - 8, homes[0]);
+		set32(logblk + BS - 4, crc32c(logblk, BS - 4));
+		journal_txn(0, 1, homes, logblk);
+		expect_clean("a journal transaction aimed at file data");
+		{
+			struct sfs_dev *dev = sfs_memdev_new(img, IMG_SIZE, IMG_SIZE);
+			struct sfs *fs;
+			char err[256];
+			uint8_t got[BS];
+			int fd;
+
+			CHECK(dev);
+			CHECK_EQ(sfs_mount_dev(dev, 0, 0, &fs, err, sizeof err), 0);
+			fd = sfs_file_open(fs, "A", SFS_O_RDONLY);
+			CHECK(fd >= 0);
+			CHECK_EQ(sfs_file_pread(fs, fd, got, BS, 0), BS);
+			for (unsigned k = 0; k < BS; k++)
+				if (got[k] != 'A')
+					FAIL("a journal transaction aimed at data changed A's byte %u", k);
+			CHECK_EQ(sfs_file_close(fs, fd), 0);
+			CHECK_EQ(sfs_unmount(fs), 0);
+			sfs_dev_free(dev);
+		}
 		/* Hostile: counts and starts beyond the journal. */
 		reset();
 		journal_txn(0, 0, homes, logblk);
@@ -675,6 +711,10 @@ int main(void)
 				mounted++;
 			else
 				refused++;
+			/* a damaged block left with a bad trailer is refused, except the
+			 * journal header: invalid means nothing committed (FORMAT.md) */
+			if (i % 7 == 0 && b != jstart && o.mount_rc == 0)
+				FAIL("random damage %u: block %u with a bad checksum mounted", i, b);
 			if (o.mount_rc != 0 && o.mount_rc != -EUCLEAN && o.mount_rc != -EMEDIUMTYPE &&
 			    o.mount_rc != -EPROTONOSUPPORT)
 				FAIL("random damage %u (block %u): mount returned %d (%s)", i, b, o.mount_rc,
@@ -693,6 +733,11 @@ int main(void)
 				     i, b, o.mount_err);
 		}
 		printf("random damage: %u rounds, %u mounted, %u refused\n", rounds, mounted, refused);
+		/* both outcomes must occur, each often: damage that is never refused (or
+		 * never mounted) means the checks, or this test, stopped looking */
+		if (mounted < rounds / 10 || refused < rounds / 10)
+			FAIL("random damage: %u mounted, %u refused of %u: expected at least %u each",
+			     mounted, refused, rounds, rounds / 10);
 	}
 	printf("ok\n");
 	return 0;

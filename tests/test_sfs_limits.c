@@ -2,8 +2,10 @@
  * give -ENAMETOOLONG, empty names -EINVAL; exactly max_files files can exist
  * and one more gives -ENOSPC (a slot comes back after a remove, the full
  * directory survives a remount); bad handles give -EBADF everywhere; the
- * handle table ends with -EMFILE; offsets
- * and seeks that overflow are refused and change nothing.
+ * handle table holds exactly 65536 handles, then -EMFILE; a file may be
+ * truncated to exactly 2^44 bytes but not past it, and a write at 2^44 (at an
+ * offset, the position, or appending) is -EFBIG; offsets and seeks that
+ * overflow are refused and change nothing.
  *
  * It must never accept a crash or a silent success where an error is due.
  */
@@ -136,8 +138,8 @@ static void handles(struct sfs *fs)
 			h[n++] = r;
 		}
 		CHECK_EQ(r, -EMFILE);
-		if (n < 65000)
-			FAIL("only %d handles before -EMFILE", n);
+		if (n != 65536)      /* exactly the documented cap, nothing else is open here */
+			FAIL("%d handles before -EMFILE, expected 65536", n);
 		{
 			struct sfs_stat st;
 
@@ -172,6 +174,31 @@ static void offsets(struct sfs *fs)
 	CHECK_ERR2(sfs_file_pwrite(fs, fd, buf, 1, 1ull << 50), EFBIG, ENOSPC);
 	CHECK_ERR2(sfs_file_truncate(fs, fd, UINT64_MAX), EFBIG, EINVAL);
 	CHECK_ERR2(sfs_file_truncate(fs, fd, 1ull << 50), EFBIG, ENOSPC);
+	/* the limit itself (FORMAT.md): a file holds up to 2^44 bytes, at offsets below
+	 * 2^44: truncating to exactly 2^44 works, one byte more or a write at 2^44 is
+	 * -EFBIG (not -ENOSPC: nothing is allocated for it) */
+	CHECK_EQ(sfs_file_truncate(fs, fd, SFS_MAX_SIZE + 1), -EFBIG);
+	CHECK_EQ(sfs_file_truncate(fs, fd, SFS_MAX_SIZE), 0);
+	CHECK_EQ(sfs_file_stat(fs, fd, &st), 0);
+	CHECK_EQ(st.size, SFS_MAX_SIZE);
+	CHECK_EQ(sfs_file_pwrite(fs, fd, buf, 1, SFS_MAX_SIZE), -EFBIG);
+	CHECK_EQ(sfs_file_seek(fs, fd, 0, SEEK_END), (long long)SFS_MAX_SIZE);
+	CHECK_EQ(sfs_file_write(fs, fd, "z", 1), -EFBIG);          /* at the position */
+	{
+		int ap = sfs_file_open(fs, "off", SFS_O_APPEND);
+
+		CHECK(ap >= 0);
+		CHECK_EQ(sfs_file_write(fs, ap, "z", 1), -EFBIG);  /* appending at 2^44 */
+		CHECK_EQ(sfs_file_close(fs, ap), 0);
+	}
+	CHECK_EQ(sfs_file_seek(fs, fd, 10, SEEK_SET), 10);
+	memset(buf, 1, sizeof buf);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, sizeof buf, SFS_MAX_SIZE - 4), 4);
+	CHECK(buf[0] == 0 && buf[3] == 0);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, sizeof buf, SFS_MAX_SIZE), 0);
+	CHECK_EQ(sfs_file_truncate(fs, fd, 10), 0);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, 10, 0), 10);
+	CHECK(memcmp(buf, "0123456789", 10) == 0);
 	/* reads past the end, or at absurd offsets, read nothing */
 	{
 		ssize_t r = sfs_file_pread(fs, fd, buf, sizeof buf, UINT64_MAX - 3);

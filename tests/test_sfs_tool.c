@@ -1,5 +1,6 @@
 /* Description: the sfs image tool as a user drives it ($UR_BIN/sfs): mkfs
- * (size suffixes, refusing to clobber), put/get round trip of a binary file
+ * (size suffixes, refusing to clobber, 0600 or --mode, no symlink followed),
+ * names with control characters printed as escapes by ls and stat, put/get round trip of a binary file
  * (byte for byte, also through stdin/stdout and a default name), put in
  * constant memory (peak RSS while storing 48 MiB), ls and ls -l, rm, stat,
  * fsck exit codes (clean 0; a leaked block: -n gives 4, -y gives 1, then 0),
@@ -160,6 +161,66 @@ static long put_peak_rss(const char *img, const char *host, const char *name)
 	return ru.ru_maxrss;
 }
 
+/* Names with control characters, DEL, C1 controls, bytes that are not UTF-8
+ * and a backslash (the format allows every byte but '/' and NUL), as ls and
+ * stat must print them, and a name that is printable UTF-8 (printed as is). */
+static const struct { const char *name, *shown; } hostile[] = {
+	{ "nl\nname", "nl\\nname" },
+	{ "esc\033[2J\033]0;owned\a", "esc\\033[2J\\033]0;owned\\a" },
+	{ "del\177", "del\\177" },
+	{ "bad\377\300", "bad\\377\\300" },
+	{ "c1\302\233x", "c1\\302\\233x" },
+	{ "back\\slash", "back\\\\slash" },
+	{ "tab\there\r", "tab\\there\\r" },
+	{ "ok-\303\274", "ok-\303\274" },
+};
+#define NHOSTILE (sizeof(hostile) / sizeof(hostile[0]))
+
+/* The last command's stdout holds nothing a terminal would act on: every
+ * byte printable ASCII, a line end, or part of printable UTF-8 (here: ü). */
+static void out_is_inert(void)
+{
+	for (const unsigned char *p = (const unsigned char *)out; *p; p++) {
+		if ((*p >= 0x20 && *p < 0x7f) || *p == '\n')
+			continue;
+		if (p[0] == 0xc3 && p[1] == 0xbc) {
+			p++;
+			continue;
+		}
+		FAIL("'%s' printed byte 0x%02x raw:\n%s", last_cmd, *p, out);
+	}
+}
+
+static void names_printed_safely(void)
+{
+	struct sfs *fs;
+	CHECK_EQ(sfs_format("names.sfs", 1u << 20, 0), 0);
+	fs = MOUNT_OR_DIE("names.sfs");
+	for (size_t i = 0; i < NHOSTILE; i++) {
+		int fd = sfs_file_open(fs, hostile[i].name, SFS_O_CREAT | SFS_O_EXCL);
+		if (fd < 0)
+			FAIL("create '%s': %s", hostile[i].shown, strerror(-fd));
+		CHECK_EQ(sfs_file_close(fs, fd), 0);
+	}
+	CHECK_EQ(sfs_unmount(fs), 0);
+	for (int l = 0; l < 2; l++) {
+		EXPECT(0, l ? "ls -l names.sfs" : "ls names.sfs");
+		out_is_inert();
+		size_t lines = 0;
+		for (const char *p = out; *p; p++)
+			lines += *p == '\n';
+		CHECK_EQ(lines, NHOSTILE + (size_t)l);          /* one line per file (+ total) */
+		for (size_t i = 0; i < NHOSTILE; i++) {
+			char want[128];
+			snprintf(want, sizeof(want), "%s%s\n", l ? "  " : "", hostile[i].shown);
+			OUT_HAS(want);
+		}
+	}
+	EXPECT(0, "stat names.sfs \"$(printf 'nl\\nname')\"");
+	out_is_inert();
+	OUT_HAS("name:   nl\\nname\n");
+}
+
 int main(void)
 {
 	const char *bin = getenv("UR_BIN");
@@ -218,6 +279,30 @@ int main(void)
 	EXPECT(0, "mkfs --force --size 16M t.sfs");
 	EXPECT(0, "fsck t.sfs");
 	OUT_HAS("clean");
+
+	/* mkfs is careful with what it creates (issue 8): owner-only unless
+	 * --mode says otherwise, no symbolic link followed, a file that is not
+	 * an image kept unless --force. */
+	umask(022);
+	CHECK_EQ(sb.st_mode & 0777, 0600);
+	EXPECT(0, "mkfs --size 1M --mode 0640 shared.sfs");
+	CHECK(stat("shared.sfs", &sb) == 0);
+	CHECK_EQ(sb.st_mode & 0777, 0640);
+	EXPECT(2, "mkfs --size 1M --mode 0999 bad.sfs");
+	EXPECT(2, "mkfs --size 1M --mode 01777 bad.sfs");
+	CHECK(access("bad.sfs", F_OK) != 0);
+	CHECK(symlink("victim.sfs", "dangling.sfs") == 0);
+	EXPECT(1, "mkfs --size 1M dangling.sfs");
+	ERR_HAS("symbolic link");
+	EXPECT(1, "mkfs --force --size 1M dangling.sfs");
+	CHECK(access("victim.sfs", F_OK) != 0);
+	write_file("notes.txt", "precious\n", 9);
+	EXPECT(1, "mkfs --size 1M notes.txt");
+	same_file("notes.txt", (const uint8_t *)"precious\n", 9);
+	EXPECT(0, "mkfs --force --size 1M notes.txt");
+	EXPECT(0, "fsck notes.txt");
+
+	names_printed_safely();
 
 	/* put / get */
 	EXPECT(0, "put t.sfs bin.dat");

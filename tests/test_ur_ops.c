@@ -5,8 +5,9 @@
  * -ECANCELED (error and short read), drain, and every malformed SQE class
  * (opcode, flags, reserved bits, fd, buffer index, address/length ranges with
  * overflow, offset, iovec count and ranges, names, statx output, registration)
- * answered with -EINVAL/-EBADF/-EFAULT/-ENAMETOOLONG while the ring stays
- * healthy. */
+ * answered with -EINVAL/-EBADF/-EFAULT/-ENAMETOOLONG in ABI.md's order while
+ * the ring stays healthy; an index no longer registered; a buffer larger than
+ * the staging area (-ENOBUFS). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,21 @@ int main(void)
 	expect(one(s), -EFAULT, "fixed: bad index");
 	s = sqe_n(0); urfs_prep_read_fixed(s, fd, buf2, 10, 0, 0);
 	expect(one(s), -EFAULT, "fixed: ordinary memory");
+	/* an index no longer registered (2 buffers, then 1): -EFAULT, even where the
+	 * old buffer's memory is still there */
+	{
+		void *old1 = fb[1].iov_base;
+		struct iovec one_fb = { NULL, 4096 };
+		expect(urfs_unregister_buffers(&ring), 0, "unregister");
+		expect(urfs_register_buffers(&ring, &one_fb, 1), 0, "register one");
+		s = sqe_n(0); urfs_prep_read_fixed(s, fd, old1, 4096, 0, 1);
+		expect(one(s), -EFAULT, "fixed: index 1 of 1 buffer");
+		expect(urfs_unregister_buffers(&ring), 0, "unregister");
+		void *b0 = fb[0].iov_base, *b1 = fb[1].iov_base;
+		expect(urfs_register_buffers(&ring, fb, 2), 0, "register two again");
+		if (fb[0].iov_base != b0 || fb[1].iov_base != b1)
+			FAIL("registered buffers moved");
+	}
 
 	/* --- readv/writev, region and ordinary buffers mixed --- */
 	char v1[5] = "hello", v3[7] = "-world!";
@@ -277,6 +293,8 @@ int main(void)
 	q = q0; q.reserved[1] = 1; expect(raw(q), -EINVAL, "reserved bits");
 	q = q0; q.fd = -5; expect(raw(q), -EBADF, "negative fd");
 	q = q0; q.fd = 1 << 30; expect(raw(q), -EBADF, "huge fd");
+	q = q0; q.opcode = UR_OP_CLOSE; q.fd = 1 << 30; expect(raw(q), -EBADF, "close a huge fd");
+	q = q0; q.opcode = UR_OP_FSYNC; q.fd = 1 << 20; expect(raw(q), -EBADF, "fsync a huge fd");
 	q = q0; q.addr = 0; expect(raw(q), -EFAULT, "addr in header");
 	q = q0; q.addr = h->sqes_off; expect(raw(q), -EFAULT, "addr in SQ array");
 	q = q0; q.addr = rsz - 8; expect(raw(q), -EFAULT, "crosses region end");
@@ -303,6 +321,18 @@ int main(void)
 	q.len = 64; expect(raw(q), -ENAMETOOLONG, "name length 64");
 	q.len = 2; q.addr = 16; expect(raw(q), -EFAULT, "name in header");
 	q.addr = data + 512; q.op_flags = 0x40; expect(raw(q), -EINVAL, "open flag bits");
+	/* the order (ABI.md): flags, opcode, fd, length and offset, a name's length,
+	 * then addresses, then a name's bytes */
+	q.op_flags = 0; q.addr = 16; q.len = 64; expect(raw(q), -ENAMETOOLONG, "long name in header");
+	q.len = 0; expect(raw(q), -EINVAL, "empty name in header");
+	q.len = 5; q.addr = rsz - 2; expect(raw(q), -EFAULT, "name crossing the region's end");
+	q.op_flags = 0x40; expect(raw(q), -EINVAL, "open flag bits before the name's address");
+	q = q0; q.flags = 0x80; q.opcode = 200; expect(raw(q), -EINVAL, "bad flags and opcode");
+	q = q0; q.fd = -5; q.len = 0x80000000u; expect(raw(q), -EBADF, "bad fd before bad len");
+	q = q0; q.len = 0x80000000u; q.addr = 0; expect(raw(q), -EINVAL, "bad len before bad addr");
+	q = q0; q.off = 1ull << 63; q.addr = 0; expect(raw(q), -EINVAL, "bad offset before bad addr");
+	q = q0; q.opcode = UR_OP_READV; q.len = 0; q.addr = 8; expect(raw(q), -EINVAL, "iovec count before address");
+	q = q0; q.opcode = UR_OP_STATX; q.fd = -5; q.addr2 = 0; expect(raw(q), -EFAULT, "statx output before fd");
 	q = q0; q.opcode = UR_OP_STATX; q.addr2 = 0; expect(raw(q), -EFAULT, "statx out in header");
 	q = q0; q.opcode = UR_OP_STATX; q.addr2 = rsz - 4; expect(raw(q), -EFAULT, "statx out crosses end");
 	q = q0; q.opcode = UR_OP_REGISTER_BUFFERS; q.len = 1; q.addr = data;
@@ -321,6 +351,23 @@ int main(void)
 	expect(raw(q), -EFAULT, "register a buffer outside the buffer area");
 	struct iovec big = { NULL, 1ull << 40 };
 	expect(urfs_register_buffers(&ring, &big, 1), -ENOMEM, "register too much");
+
+	/* an ordinary buffer larger than the whole staging area (4 MiB by default):
+	 * its CQE says -ENOBUFS, at once (not a submit that never goes out) */
+	{
+		size_t huge = (8u << 20) + 4096;
+		char *hb = malloc(huge);
+		struct urfs_cqe *c;
+		struct timespec ts = { 5, 0 };
+		if (!hb) FAIL("malloc");
+		s = sqe_n(0); urfs_prep_read(s, fd, hb, (unsigned)huge, 0); SET(s, 9);
+		urfs_submit(&ring);
+		if ((r = urfs_wait_cqe_timeout(&ring, &c, &ts)) < 0)
+			FAIL("a read larger than the staging area: no CQE (%s)", strerror(-r));
+		expect(c->res, -ENOBUFS, "read larger than the staging area");
+		urfs_cqe_seen(&ring, c);
+		free(hb);
+	}
 
 	urfs_queue_exit(&ring);
 	printf("ok\n");

@@ -2,8 +2,11 @@
  * user_data echo, ring wrap-around (many times the ring size), SQ full
  * (get_sqe returns NULL), CQ full with many more requests in flight than CQ
  * entries (nothing lost, nothing duplicated), for-each/advance and peek_batch,
- * wait with timeout on an empty ring, and the server sleeping and waking. */
+ * wait with timeout on an empty ring (-ETIME, not before the time asked nor
+ * long after), a full CQ never overrun (SQEs wait in the SQ), the entry limits
+ * (32768, default CQ 2x capped), and the server sleeping and waking. */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,10 +69,16 @@ int main(void)
 	if (seen != 8) FAIL("for_each saw %u", seen);
 	urfs_cq_advance(&ring, seen);
 
-	/* 3. wait with timeout on an empty ring */
-	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	/* 3. wait with timeout on an empty ring: -ETIME, not before the time asked
+	 * (150 ms) and not long after it (a loose bound: this machine is shared) */
+	struct timespec ts = { 0, 150 * 1000 * 1000 }, t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = urfs_wait_cqe_timeout(&ring, &cqe, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (r != -ETIME) FAIL("timeout wait: %d", r);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (ms < 149.0 || ms > 850.0)
+		FAIL("a 150 ms timeout returned after %.1f ms", ms);
 	if (urfs_peek_cqe(&ring, &cqe) != -EAGAIN) FAIL("peek on empty");
 	urfs_queue_exit(&ring);
 
@@ -103,6 +112,35 @@ int main(void)
 	if (urfs_peek_cqe(&ring, &cqe) != -EAGAIN) FAIL("extra completion");
 	urfs_queue_exit(&ring);
 
+	/* 4b. the CQ is never overrun (ABI.md): SQ 4, CQ 8, nothing reaped; 8 NOPs fill
+	 * the CQ, 4 more wait in the SQ while the server sees them; then exactly 8
+	 * CQEs are there, in order, and the other 4 follow once there is room */
+	init(4, 8, 1000);
+	for (unsigned k = 0; k < 12; k++) {
+		while (!(sqe = urfs_get_sqe(&ring))) {
+			if ((r = urfs_submit(&ring)) < 0) FAIL("submit: %s", strerror(-r));
+			sched_yield();
+		}
+		urfs_prep_nop(sqe);
+		urfs_sqe_set_data64(sqe, k);
+		if ((r = urfs_submit(&ring)) < 0) FAIL("submit: %s", strerror(-r));
+	}
+	{
+		struct timespec pause = { 0, 50 * 1000 * 1000 };
+		for (int i = 0; i < 100 && urfs_cq_ready(&ring) < 8; i++)
+			nanosleep(&pause, NULL);
+		nanosleep(&pause, NULL);      /* time to overrun it, if the server would */
+	}
+	if (urfs_cq_ready(&ring) != 8) FAIL("full CQ of 8 holds %u CQEs", urfs_cq_ready(&ring));
+	for (uint64_t k = 0; k < 12; k++) {
+		if ((r = urfs_wait_cqe(&ring, &cqe)) < 0) FAIL("wait: %s", strerror(-r));
+		if (cqe->user_data != k) FAIL("CQE %llu is %llu", (unsigned long long)k,
+					       (unsigned long long)cqe->user_data);
+		urfs_cqe_seen(&ring, cqe);
+	}
+	if (urfs_peek_cqe(&ring, &cqe) != -EAGAIN) FAIL("a CQE too many");
+	urfs_queue_exit(&ring);
+
 	/* 5. wrap-around with batches, server polling */
 	init(32, 64, 1000);
 	expect = 0;
@@ -124,6 +162,33 @@ int main(void)
 	}
 	if (*ring.sq.khead < 3 * 32) FAIL("no wrap");
 	urfs_queue_exit(&ring);
+
+	/* 6. the limits (ABI.md): SQ and CQ entries up to 32768; the default CQ is
+	 * twice the SQ, capped there; a CQ smaller than the SQ, or more, is -EINVAL */
+	init(32768, 0, 100);
+	if (ring.sq.ring_entries != 32768 || ring.cq.ring_entries != 32768)
+		FAIL("32768 entries: SQ %u, CQ %u", ring.sq.ring_entries, ring.cq.ring_entries);
+	sqe = urfs_get_sqe(&ring);
+	urfs_prep_nop(sqe);
+	urfs_sqe_set_data64(sqe, 5);
+	if (urfs_submit_and_wait(&ring, 1) != 1 || urfs_peek_cqe(&ring, &cqe) < 0 || cqe->user_data != 5)
+		FAIL("NOP on a 32768-entry ring");
+	urfs_cqe_seen(&ring, cqe);
+	urfs_queue_exit(&ring);
+	init(16384, 0, 100);
+	if (ring.cq.ring_entries != 32768) FAIL("16384 entries: CQ %u", ring.cq.ring_entries);
+	urfs_queue_exit(&ring);
+	{
+		struct urfs_params p;
+		static const unsigned bad[][2] = { { 32769, 0 }, { 0, 0 }, { 1024, 65536 }, { 1024, 512 } };
+		for (int i = 0; i < 4; i++) {
+			memset(&p, 0, sizeof(p));
+			p.flags = URFS_SETUP_NOIMAGE;
+			p.cq_entries = bad[i][1];
+			if ((r = urfs_queue_init_params(bad[i][0], &ring, &p)) != -EINVAL)
+				FAIL("SQ %u CQ %u: %d, expected -EINVAL", bad[i][0], bad[i][1], r);
+		}
+	}
 	printf("ok\n");
 	return 0;
 }

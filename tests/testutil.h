@@ -1,12 +1,14 @@
 /* testutil.h: the assertion macros and small SimpleFS helpers shared by the test programs
  * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count, crc32c,
- * the seeded pseudo-random generators).
+ * the seeded pseudo-random generators, a whole file as a string).
  * Header only (static inline), included as "testutil.h" by tests/test_*.c.
  * It must never hide a failure: every helper exits 1 with the caller's file:line on error. */
 #ifndef TESTUTIL_H
 #define TESTUTIL_H
 
 #include <sfs.h>
+
+#include "parts.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -96,6 +98,29 @@ static inline uint32_t tu_lcg32(uint64_t *s)
 {
 	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
 	return (uint32_t)(*s >> 33);
+}
+
+/* The whole file as a NUL-terminated string (malloc'd), or NULL if it cannot be read. */
+static inline char *tu_slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, n = 0, r;
+	char *b = malloc(cap), *nb;
+	while (b && (r = fread(b + n, 1, cap - n - 1, f)) > 0) {
+		n += r;
+		if (cap - n < 2) {
+			cap *= 2;
+			if (!(nb = realloc(b, cap)))
+				free(b);
+			b = nb;
+		}
+	}
+	fclose(f);
+	if (b)
+		b[n] = '\0';
+	return b;
 }
 
 #endif

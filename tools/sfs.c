@@ -179,6 +179,48 @@ static const char *human(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
+/* Length of the UTF-8 sequence of a printable character at p (a code point
+ * of U+00A0 or above, shortest form, not a surrogate), or 0. */
+static size_t utf8_printable(const unsigned char *p)
+{
+	unsigned c = p[0];
+	size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	uint32_t cp = c & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	static const uint32_t min[5] = { 0, 0, 0xa0, 0x800, 0x10000 };   /* below: overlong or C1 */
+	if (!n || cp < min[n] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+/* Print a file name from an image so that it cannot act on a terminal:
+ * control characters, DEL, C1 controls and bytes that are not UTF-8 become
+ * C escapes (\n, \t, \033, \377 ...), a backslash becomes \\ (docs/FORMAT.md). */
+static void put_name(const char *name)
+{
+	static const char letter[] = "abtnvfr";   /* \a .. \r */
+	for (const unsigned char *p = (const unsigned char *)name; *p; ) {
+		size_t n;
+		if (*p >= 0x20 && *p < 0x7f) {
+			if (*p == '\\')
+				putchar('\\');
+			putchar(*p++);
+		} else if (*p >= 0x80 && (n = utf8_printable(p))) {
+			fwrite(p, 1, n, stdout);
+			p += n;
+		} else if (*p >= '\a' && *p <= '\r') {
+			printf("\\%c", letter[*p - '\a']);
+			p++;
+		} else {
+			printf("\\%03o", *p++);
+		}
+	}
+}
+
 static void fmt_time(uint64_t ns, char *buf, size_t len)
 {
 	time_t t = (time_t)(ns / UINT64_C(1000000000));
@@ -306,17 +348,19 @@ static int cmd_mkfs(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "files", required_argument, NULL, 'n' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "mode", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t size = SFS_DEFAULT_SIZE;
 	uint32_t files = 0;
+	unsigned mode = SFS_DEFAULT_MODE;
 	int force = 0, c, st, r;
 	const char *path;
 	struct stat sb;
 	char h[32];
 
-	while ((c = next_opt(argc, argv, "s:n:fh", lo, &st)) != -1) {
+	while ((c = next_opt(argc, argv, "s:n:fm:h", lo, &st)) != -1) {
 		if (st >= 0)
 			return st;
 		switch (c) {
@@ -331,6 +375,14 @@ static int cmd_mkfs(int argc, char **argv)
 		case 'f':
 			force = 1;
 			break;
+		case 'm': {
+			char *end;
+			unsigned long m = strtoul(optarg, &end, 8);
+			if (!*optarg || *end || m > 0777)
+				return usage_error("bad mode '%s' (octal, 0 .. 0777, e.g. 0640)", optarg);
+			mode = (unsigned)m;
+			break;
+		}
 		}
 	}
 	if (optind + 1 != argc)
@@ -340,9 +392,13 @@ static int cmd_mkfs(int argc, char **argv)
 		return usage_error("size %" PRIu64 " out of range (%llu MiB .. %llu TiB)", size,
 				   (unsigned long long)(SFS_MIN_SIZE >> 20), (unsigned long long)(SFS_MAX_SIZE >> 40));
 
-	if (stat(path, &sb) == 0) {
+	if (lstat(path, &sb) == 0) {
 		int holder = sfs_lock_holder(path);
 
+		if (S_ISLNK(sb.st_mode)) {
+			err_msg("%s: is a symbolic link (not followed: give the path it points to)", path);
+			return 1;
+		}
 		if (holder > 0) {
 			err_msg("%s: in use by pid %d", path, holder);
 			return 1;
@@ -360,7 +416,12 @@ static int cmd_mkfs(int argc, char **argv)
 		return 1;
 	}
 
-	r = sfs_format(path, size, files);
+	r = sfs_format_ex(path, size, files, force ? SFS_FORMAT_FORCE : 0, mode);
+	if (r == -ELOOP || r == -EEXIST) {   /* it changed under us since the lstat */
+		err_msg("%s: %s", path, r == -ELOOP ? "is a symbolic link (not followed)"
+			: "exists and is not a SimpleFS image (use --force to overwrite it)");
+		return 1;
+	}
 	if (r == -ENOSPC) {
 		err_msg("%s: mkfs: %u files do not fit in %" PRIu64 " bytes (at least 16 data blocks "
 			"must remain)", path, files, size);
@@ -458,10 +519,10 @@ static int cmd_ls(int argc, char **argv)
 			char t[32];
 
 			fmt_time(v[i].mtime_ns, t, sizeof t);
-			printf("%12" PRIu64 " %8" PRIu64 "  %s  %s\n", v[i].size, v[i].blocks, t, v[i].name);
-		} else {
-			printf("%s\n", v[i].name);
+			printf("%12" PRIu64 " %8" PRIu64 "  %s  ", v[i].size, v[i].blocks, t);
 		}
+		put_name(v[i].name);
+		putchar('\n');
 		bytes += v[i].size;
 		blocks += v[i].blocks;
 	}
@@ -779,7 +840,9 @@ static int cmd_stat(int argc, char **argv)
 			rc = 1;
 		} else {
 			fmt_time(s.mtime_ns, a, sizeof a);
-			printf("name:   %s\n", s.name);
+			printf("name:   ");
+			put_name(s.name);
+			putchar('\n');
 			printf("size:   %" PRIu64 " (%s)\n", s.size, human(s.size, b, sizeof b));
 			printf("blocks: %" PRIu64 "\n", s.blocks);
 			printf("mtime:  %s (%" PRIu64 ".%09" PRIu64 ")\n", a,
@@ -877,13 +940,19 @@ static int cmd_fsck(int argc, char **argv)
  * main
  * ------------------------------------------------------------------------- */
 static const struct cmd cmds[] = {
-	{ "mkfs", cmd_mkfs, "mkfs [--size N] [--files N] [--force] IMAGE",
+	{ "mkfs", cmd_mkfs, "mkfs [--size N] [--files N] [--mode MODE] [--force] IMAGE",
 	  "Create a SimpleFS image file (sparse: it costs only what is written).\n"
+	  "A new image is readable by its owner only; IMAGE may not be a symbolic link.\n"
 	  "  -s, --size N    image size (default 1G); N takes a K, M, G or T suffix\n"
 	  "  -n, --files N   room for N files (default 4096)\n"
-	  "  -f, --force     overwrite an existing file (never one that is mounted)\n" },
+	  "  -m, --mode MODE permissions of a new image, octal (default 0600; 0640\n"
+	  "                  shares it with the group on purpose)\n"
+	  "  -f, --force     overwrite an existing file, even one that is not an image\n"
+	  "                  (never one that is mounted)\n" },
 	{ "ls", cmd_ls, "ls [-l] IMAGE",
-	  "List the files in an image, sorted by name.\n"
+	  "List the files in an image, sorted by name. Control characters, DEL and bytes\n"
+	  "that are not UTF-8 in a name are printed as C escapes (\\n, \\033, \\377), a\n"
+	  "backslash as \\\\: one file, one line, nothing a terminal acts on.\n"
 	  "  -l, --long      size in bytes, 4 KiB blocks, modification time, name; totals\n" },
 	{ "put", cmd_put, "put IMAGE HOSTFILE [NAME]",
 	  "Copy a host file into the image as NAME (default: the host file's basename),\n"

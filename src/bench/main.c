@@ -60,7 +60,7 @@ static void usage(FILE *f)
 "  --qd LIST         queue depths (default 1)\n"
 "  --size LIST       file sizes (default 32m)\n"
 "  --pattern LIST    seq, rand (random: a seeded permutation covering the whole file)\n"
-"  --rw LIST         read, write, mix, nop (nop: io_uring, dropin and ur only)\n"
+"  --rw LIST         read, write, mix, nop (nop: io_uring, dropin, ur and null only)\n"
 "  --mix-read PCT    reads in a mix (default 70)\n"
 "  --direct [0,1]    O_DIRECT on host files and the SimpleFS image (alone: 1)\n"
 "  --time S          time-based runs of S seconds (in-flight I/Os drained and counted)\n"
@@ -298,7 +298,7 @@ static int cmd_default(struct cli *c)
 {
 	static struct drow rows[] = {
 		{ "[SYNC]", "sfs", 1, { 0 } },
-		{ "[HOST]", "psync", 1, { 0 } },
+		{ "[HOST-SYNC]", "psync", 1, { 0 } },
 		{ "[ASYNC]", "ur", 64, { 0 } },
 		{ "[ASYNC-REGBUF]", "ur:fixedbufs", 64, { 0 } },
 		{ "[IO_URING]", "io_uring", 64, { 0 } },
@@ -315,7 +315,8 @@ static int cmd_default(struct cli *c)
 	bench_image_path(&c->base, img, sizeof(img));
 	printf("host file: %s/benchfile; SimpleFS image: %s (file benchfile in it; created if "
 	       "missing; --image or $SFS_IMAGE name another)\n", c->base.dir, img);
-	printf("SYNC = SimpleFS called directly, HOST = pread/pwrite, ASYNC = the ur engine on "
+	printf("SYNC = SimpleFS called directly, HOST-SYNC (HOST in ratios) = pread/pwrite, "
+	       "ASYNC = the ur engine on "
 	       "SimpleFS (qd 64); then the kernel's io_uring, libaio, POSIX AIO at qd 64.\n");
 	bench_setup_info(stdout, c->base.dir);
 	printf("\n");

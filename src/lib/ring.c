@@ -27,8 +27,8 @@
 #include <unistd.h>
 #include "internal.h"
 
-#ifndef UR_PREFIX
-#define UR_PREFIX "/usr/local"
+#ifndef UR_LIBEXECDIR
+#define UR_LIBEXECDIR "/usr/local/libexec/urfs"
 #endif
 
 #define NONE UINT32_MAX
@@ -148,7 +148,7 @@ static int find_server(const char *given, char *out, size_t outlen)
 		if (beside(self, out, outlen))
 			return 0;
 	}
-	snprintf(out, outlen, "%s/bin/simplefs_server", UR_PREFIX);
+	snprintf(out, outlen, "%s/simplefs_server", UR_LIBEXECDIR);
 	return exec_ok(out) ? 0 : -ENOENT;
 }
 
@@ -226,7 +226,9 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	if (entries == 0 || entries > UR_MAX_ENTRIES)
 		return -EINVAL;
 	uint32_t sqn = roundup_pow2(entries);
-	uint32_t cqn = p->cq_entries ? roundup_pow2(p->cq_entries) : 2 * sqn;
+	/* the default CQ is twice the SQ, capped at the limit (ABI.md) */
+	uint32_t cqn = p->cq_entries ? roundup_pow2(p->cq_entries)
+				     : sqn < UR_MAX_ENTRIES ? 2 * sqn : sqn;
 	if (cqn < sqn || cqn > UR_MAX_ENTRIES)
 		return -EINVAL;
 	uint64_t stage = align_up(p->staging_size ? p->staging_size : DEFAULT_STAGING, 4096);
@@ -306,8 +308,8 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	r = find_server(p->server, spath, sizeof(spath));
 	if (r < 0) {
 		snprintf(p->errmsg, sizeof(p->errmsg),
-			 "simplefs_server not found (looked at $UR_SERVER, beside libur_fs.so and the program, %s/bin)",
-			 UR_PREFIX);
+			 "simplefs_server not found (looked at $UR_SERVER, beside libur_fs.so and the program, %s)",
+			 UR_LIBEXECDIR);
 		goto err;
 	}
 	const char *image = p->image;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,8 +30,10 @@ static void usage(FILE *f)
 		"       simplefs_server --check --image PATH    (mount the image, report, exit)\n"
 		"\n"
 		"Serves one client's shared-memory rings (io_uring in user space) on a\n"
-		"SimpleFS image. The client hands over fd 3 (region memfd), fd 4 (SQ\n"
-		"doorbell eventfd), fd 5 (CQ doorbell eventfd), fd 6 (liveness socket).\n"
+		"SimpleFS image. The client hands over fd 3 (region memfd, sealed against\n"
+		"shrinking), fd 4 (SQ doorbell eventfd), fd 5 (CQ doorbell eventfd), fd 6\n"
+		"(AF_UNIX SOCK_SEQPACKET liveness socket); anything else is refused. The\n"
+		"server exits when the liveness socket hangs up or its parent dies.\n"
 		"\n"
 		"  --image PATH     the SimpleFS image (default $SFS_IMAGE or disk.sfs)\n"
 		"  --idle-us N      spin N microseconds without work before sleeping\n"
@@ -52,16 +55,40 @@ static void on_term(int sig)
 	ur_server_stop = 1;
 }
 
-static void hello(int live, int err, const char *msg)
+static pid_t ur_parent;
+
+static void on_parent_death(int sig)
+{
+	(void)sig;
+	if (getppid() != ur_parent)
+		ur_server_stop = 1;
+}
+
+/* 0 if fd is an AF_UNIX SOCK_SEQPACKET socket, else -errno. */
+static int check_live(int fd)
+{
+	int v;
+	socklen_t l = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l) < 0)
+		return -errno;
+	if (v != AF_UNIX)
+		return -EPROTOTYPE;
+	l = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0)
+		return -errno;
+	return v == SOCK_SEQPACKET ? 0 : -EPROTOTYPE;
+}
+
+/* Never blocks: a client that filled the socket gets no word, and the
+ * server, which has nobody to serve, gives up (returns -1). */
+static int hello(int live, int err, const char *msg)
 {
 	struct ur_hello h;
 	memset(&h, 0, sizeof(h));
 	h.err = err;
 	h.pid = (int32_t)getpid();
 	snprintf(h.msg, sizeof(h.msg), "%s", msg ? msg : "");
-	if (send(live, &h, sizeof(h), MSG_NOSIGNAL) < 0) {
-		/* the client is gone already: nothing to tell */
-	}
+	return send(live, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(h) ? 0 : -1;
 }
 
 int main(int argc, char **argv)
@@ -144,26 +171,61 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	/* Client mode. Keep nothing the client did not mean to hand us. */
+	/* Client mode. Keep nothing the client did not mean to hand us: no
+	 * blocked signals either (the timer and parent-death signals must land). */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, SIG_IGN);     /* ^C reaches the client; we follow it out */
-	signal(SIGHUP, SIG_IGN);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
+	/* Follow the process that started us out: its death (not the exit of
+	 * the thread that did, which also sends the signal) stops the server
+	 * even when something blocks or keeps the liveness socket open. */
+	sa.sa_handler = on_parent_death;
+	sigaction(SIGHUP, &sa, NULL);
+	ur_parent = getppid();
+	(void)prctl(PR_SET_PDEATHSIG, SIGHUP);   /* gone already: the socket says so */
 	close_range(UR_FD_LIVE + 1, ~0u, 0);
 	int live = UR_FD_LIVE;
-
-	struct stat stt;
-	if (fstat(UR_FD_REGION, &stt) < 0 || fstat(live, &stt) < 0) {
-		fprintf(stderr, "simplefs_server: no client descriptors: %s\n", strerror(errno));
+	if ((r = check_live(live)) < 0) {
+		fprintf(stderr, "simplefs_server: fd %d is not the liveness socket: %s\n", live, strerror(-r));
 		return 2;
 	}
-	fstat(UR_FD_REGION, &stt);
+	/* Our 0..2 must not hold the client's end of the liveness socket: its
+	 * hang-up is how we see the client go. */
+	for (int fd = 0; fd <= 2; fd++)
+		if (check_live(fd) == 0) {
+			int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (nul < 0 || dup2(nul, fd) < 0) {
+				hello(live, -EBADF, "cannot replace a socket on fd 0..2");
+				return 1;
+			}
+			close(nul);
+		}
+	if ((r = ur_doorbell_check(UR_FD_SQ_DOORBELL, err, sizeof(err))) < 0 ||
+	    (r = ur_doorbell_check(UR_FD_CQ_DOORBELL, err, sizeof(err))) < 0) {
+		hello(live, r, err);
+		return 1;
+	}
+	if ((r = ur_doorbell_init()) < 0) {
+		hello(live, r, "cannot create the doorbell timer");
+		return 1;
+	}
+
+	/* Seals first, then the size: once it is sealed against shrinking,
+	 * the size fstat reports is one the client can no longer take away. */
 	int seals = fcntl(UR_FD_REGION, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
 		hello(live, -EINVAL, "region is not sealed against shrinking");
+		return 1;
+	}
+	struct stat stt;
+	if (fstat(UR_FD_REGION, &stt) < 0 || stt.st_size <= 0) {
+		hello(live, -EINVAL, "cannot size the region");
 		return 1;
 	}
 	uint64_t size = (uint64_t)stt.st_size;
@@ -201,7 +263,8 @@ int main(int argc, char **argv)
 		if (r < 0 && stats)
 			fprintf(stderr, "simplefs_server: O_DIRECT reads stay synchronous: %s\n", strerror(-r));
 	}
-	hello(live, 0, "ready");
+	if (hello(live, 0, "ready") < 0)
+		ur_server_stop = 1;      /* nobody listening: unmount and go */
 
 	ur_server_run(&s);
 

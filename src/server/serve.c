@@ -33,58 +33,13 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
-
-/* [off, off+len) inside [lo, lo+span)? Overflow-safe. */
-static int inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t span)
-{
-	return off >= lo && len <= span && off - lo <= span - len;
-}
-
 int ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *err, size_t errlen)
 {
 	struct ur_region_hdr g;
-	if (size < sizeof(g)) {
-		snprintf(err, errlen, "region too small");
-		return -EINVAL;
-	}
-	memcpy(&g, base, sizeof(g));
-	const char *why = NULL;
-	if (g.magic != UR_ABI_MAGIC)
-		why = "bad region magic";
-	else if (g.version != UR_ABI_VERSION)
-		why = "unsupported ABI version";
-	else if (g.size != size)
-		why = "region size mismatch";
-	else if (!is_pow2(g.sq_entries) || g.sq_entries > UR_MAX_ENTRIES ||
-		 !is_pow2(g.cq_entries) || g.cq_entries > UR_MAX_ENTRIES)
-		why = "bad ring sizes";
-	else if (!inside(g.sq_ctl_off, sizeof(struct ur_ring_ctl), sizeof(g), size) ||
-		 !inside(g.cq_ctl_off, sizeof(struct ur_ring_ctl), sizeof(g), size) ||
-		 (g.sq_ctl_off | g.cq_ctl_off | g.sqes_off | g.cqes_off) % 64)
-		why = "bad ring offsets";
-	else if (!inside(g.sqes_off, (uint64_t)g.sq_entries * sizeof(struct ur_sqe), sizeof(g), size) ||
-		 !inside(g.cqes_off, (uint64_t)g.cq_entries * sizeof(struct ur_cqe), sizeof(g), size))
-		why = "bad entry array offsets";
-	else if (!inside(g.data_off, g.data_size, sizeof(g), size) ||
-		 !inside(g.bufs_off, g.bufs_size, g.data_off, g.data_size))
-		why = "bad data area";
-	else {
-		/* Control blocks and arrays must not overlap each other or the data area. */
-		struct { uint64_t o, l; } r[5] = {
-			{ 0, sizeof(g) },
-			{ g.sq_ctl_off, sizeof(struct ur_ring_ctl) },
-			{ g.cq_ctl_off, sizeof(struct ur_ring_ctl) },
-			{ g.sqes_off, (uint64_t)g.sq_entries * sizeof(struct ur_sqe) },
-			{ g.cqes_off, (uint64_t)g.cq_entries * sizeof(struct ur_cqe) },
-		};
-		for (int i = 0; i < 5 && !why; i++) {
-			if (g.data_size && r[i].o < g.data_off + g.data_size && g.data_off < r[i].o + r[i].l)
-				why = "data area overlaps the rings";
-			for (int j = i + 1; j < 5 && !why; j++)
-				if (r[i].o < r[j].o + r[j].l && r[j].o < r[i].o + r[i].l)
-					why = "ring structures overlap";
-		}
+	const char *why = "region too small";
+	if (size >= sizeof(g)) {
+		memcpy(&g, base, sizeof(g));     /* checked and used from this private copy only */
+		why = ur_region_check(&g, size);
 	}
 	if (why) {
 		snprintf(err, errlen, "%s", why);
@@ -149,7 +104,7 @@ void ur_server_close_files(struct ur_server *s)
 
 static int data_ok(struct ur_server *s, uint64_t off, uint64_t len)
 {
-	return inside(off, len, s->geo.data_off, s->geo.data_size);
+	return ur_inside(off, len, s->geo.data_off, s->geo.data_size);
 }
 
 /* Copy a name from the region into out (UR_NAME_MAX + 1). */
@@ -236,7 +191,7 @@ static int32_t do_register(struct ur_server *s, const struct ur_sqe *q)
 	struct ur_iovec *tmp = s->bufs;
 	memcpy(tmp, s->base + q->addr, (size_t)n * sizeof(*tmp));
 	for (uint32_t i = 0; i < n; i++)
-		if (!inside(tmp[i].off, tmp[i].len, s->geo.bufs_off, s->geo.bufs_size) || !tmp[i].len)
+		if (!ur_inside(tmp[i].off, tmp[i].len, s->geo.bufs_off, s->geo.bufs_size) || !tmp[i].len)
 			return -EFAULT;
 	s->nbufs = n;
 	return 0;
@@ -305,7 +260,7 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		if (q->len > INT32_MAX || !off_ok(q->off))
 			return -EINVAL;
 		if (fixed ? q->buf_index >= s->nbufs ||
-			    !inside(q->addr, q->len, s->bufs[q->buf_index].off, s->bufs[q->buf_index].len)
+			    !ur_inside(q->addr, q->len, s->bufs[q->buf_index].off, s->bufs[q->buf_index].len)
 			  : !data_ok(s, q->addr, q->len))
 			return -EFAULT;
 		*expect = q->len;
@@ -376,11 +331,9 @@ static void publish_cq(struct ur_server *s)
 	ur_smp_mb();
 	if (ur_load_relaxed(&s->cq->flags) & UR_CQ_NEED_WAKEUP) {
 		if (ur_fetch_and(&s->cq->flags, ~UR_CQ_NEED_WAKEUP) & UR_CQ_NEED_WAKEUP) {
-			uint64_t one = 1;
 			s->n_wake_client++;
-			if (write(s->efd_cq, &one, sizeof(one)) < 0) {
-				/* EAGAIN: the counter is saturated, the client will wake anyway. */
-			}
+			/* Fails only on a saturated counter: the client wakes anyway. */
+			(void)ur_doorbell_ring(s->efd_cq);
 		}
 	}
 }
@@ -575,11 +528,11 @@ int ur_server_run(struct ur_server *s)
 			continue;          /* EINTR: re-check the stop flag */
 		if (client_gone(p[1].revents, s->live))
 			break;
-		for (int i = 0; i < 3; i += 2) {
-			uint64_t v;
-			if ((p[i].revents & POLLIN) && read(p[i].fd, &v, sizeof(v)) < 0) {
-				/* EAGAIN: another wakeup consumed it */
-			}
+		if (p[0].revents & POLLIN)
+			(void)ur_doorbell_drain(s->efd_sq);     /* never blocks; -EAGAIN: empty */
+		uint64_t v;
+		if ((p[2].revents & POLLIN) && read(s->aio_efd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: our own non-blocking eventfd, drained already */
 		}
 	}
 	set_state(s, UR_STATE_EXITED);

@@ -79,6 +79,24 @@ struct ur_server {
 
 extern volatile sig_atomic_t ur_server_stop;
 
+/* region.c: [off, off+len) inside [lo, lo+span)? Overflow-safe. */
+int  ur_inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t span);
+/* Why the header g of a region of size bytes is refused, or NULL if it is
+ * sound: every structure inside [0, size), aligned, none overlapping (docs/ABI.md). */
+const char *ur_region_check(const struct ur_region_hdr *g, uint64_t size);
+
+/* doorbell.c: the client's eventfds, used so that nothing the client does
+ * can make the server block on them (see there). */
+extern int ur_doorbell_nowait;     /* 0: never try preadv2(RWF_NOWAIT) (tests) */
+/* 0 if fd is an eventfd in counter mode, else -errno and why in err. */
+int  ur_doorbell_check(int fd, char *err, size_t errlen);
+/* The interrupt timer of the calling thread (once, before any ring/drain). */
+int  ur_doorbell_init(void);
+/* Add 1 to the CQ doorbell: 0, or -EAGAIN/-EINTR (saturated: the client wakes anyway). */
+int  ur_doorbell_ring(int fd);
+/* Empty the SQ doorbell: 0, or -EAGAIN (it was empty). */
+int  ur_doorbell_drain(int fd);
+
 /* Validate the region mapped at base (size bytes); fill s. 0 or -errno + err. */
 int  ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *err, size_t errlen);
 /* Serve until the client goes away (or a stop signal). Returns 0. */

@@ -154,15 +154,33 @@ SFS_EXPORT int sfs_format_dev(struct sfs_dev *dev, uint32_t max_files)
 	return sfs_format_write(dev, &sb);
 }
 
-SFS_EXPORT int sfs_format(const char *path, uint64_t size, uint32_t max_files)
+/* Does the file on fd start with a SimpleFS superblock magic? */
+static int looks_like_image(int fd)
 {
-	if (!path || !*path)
-		return -EINVAL;
-	struct sfs_super_disk sb;
-	int r = sfs_format_geometry(size, max_files, &sb);
-	if (r)
-		return r;
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	uint64_t magic = 0;
+	return pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) && magic == SB_MAGIC;
+}
+
+/*
+ * Open path for formatting: create it (O_EXCL: never through a symlink,
+ * dangling or not, and exactly mode), or open the existing file without
+ * following a final symlink. An existing non-empty regular file that is not
+ * an image is kept unless SFS_FORMAT_FORCE. The fd is locked exclusively.
+ */
+static int open_for_format(const char *path, unsigned flags, unsigned mode, int *created)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+	*created = fd >= 0;
+	if (fd >= 0) {
+		if (fchmod(fd, mode & 07777) < 0) {    /* exactly mode, whatever the umask */
+			int e = errno;
+			close(fd);
+			unlink(path);
+			return -e;
+		}
+	} else if (errno == EEXIST) {
+		fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return -errno;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -172,29 +190,60 @@ SFS_EXPORT int sfs_format(const char *path, uint64_t size, uint32_t max_files)
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
-		r = -errno;
+		int e = errno;
 		close(fd);
-		return r;
+		return -e;
 	}
-	uint64_t bytes = (uint64_t)sb.total_blocks * BS;
-	if (S_ISREG(st.st_mode)) {
-		/* Drop the old contents, then size it sparse. */
-		if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0) {
-			r = -errno;
-			close(fd);
-			return r;
-		}
-	} else if (!S_ISBLK(st.st_mode)) {
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 		close(fd);
 		return -EINVAL;
 	}
-	struct sfs_dev *dev;
-	if ((r = sfs_filedev_from_fd(fd, bytes, &dev))) {
+	if (S_ISREG(st.st_mode) && st.st_size > 0 && !(flags & SFS_FORMAT_FORCE) && !looks_like_image(fd)) {
 		close(fd);
-		return r;
+		return -EEXIST;
 	}
+	return fd;
+}
+
+SFS_EXPORT int sfs_format(const char *path, uint64_t size, uint32_t max_files)
+{
+	return sfs_format_ex(path, size, max_files, 0, SFS_DEFAULT_MODE);
+}
+
+SFS_EXPORT int sfs_format_ex(const char *path, uint64_t size, uint32_t max_files,
+			     unsigned flags, unsigned mode)
+{
+	if (!path || !*path || (flags & ~SFS_FORMAT_FORCE) || (mode & ~07777u))
+		return -EINVAL;
+	struct sfs_super_disk sb;
+	int r = sfs_format_geometry(size, max_files, &sb);
+	if (r)
+		return r;
+	int created;
+	int fd = open_for_format(path, flags, mode, &created);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	uint64_t bytes = (uint64_t)sb.total_blocks * BS;
+	/* Drop the old contents, then size it sparse. */
+	if (S_ISREG(st.st_mode) && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0)) {
+		r = -errno;
+		goto fail;
+	}
+	struct sfs_dev *dev;
+	if ((r = sfs_filedev_from_fd(fd, bytes, &dev)))
+		goto fail;
 	r = sfs_format_write(dev, &sb);
 	dev->close(dev);
+	return r;
+fail:
+	close(fd);
+	if (created)
+		unlink(path);
 	return r;
 }
 

@@ -1,0 +1,130 @@
+#!/bin/sh
+# scripts/mutate.sh - mutation testing: plants each mutant of tests/mutants/*.mut (one
+# deliberate bug that breaks one promise of the docs) in a scratch copy of the tree, rebuilds
+# it incrementally, runs the tests the mutant names, and demands that they fail (the mutant
+# is "killed"). Ends with "mutants: N killed, N survived" (and the broken and pending
+# counts) and exits non-zero if any mutant survived or no longer applies.
+#
+#   sh scripts/mutate.sh [NAME...]      (NAME: a mutant's file name without .mut)
+# Environment: MUTATE_ALL=1 runs the whole suite per mutant instead of the named tests;
+# MUTATE_TIMEOUT (seconds per test, default 120); MUTATE_KEEP=1 keeps the scratch tree.
+#
+# A mutant file (tests/mutants/NAME.mut; one file each, so branches add them without
+# conflicts) holds header lines, then the original text and its replacement:
+#
+#   file: src/server/serve.c            the file to mutate
+#   promise: one line: the promise this bug breaks (where the docs make it)
+#   tests: test_ur_ops test_ur_hostile  tests expected to kill it (each must exist)
+#   pending: why                        optional: the killing test is not here yet; the
+#                                       original text is still checked, the mutant not run
+#   timeout: 15                         optional: seconds per test for this mutant (one
+#                                       that kills by making a test hang)
+#   @@ original
+#   ...lines that must occur exactly once in the file...
+#   @@ mutant
+#   ...the lines that replace them (may be none)...
+#
+# Must never touch the tree it is run from: it works on a copy (git's tracked and untracked,
+# not ignored, files) in a temporary directory. A mutant whose original text occurs zero or
+# several times, whose file or tests do not exist, or which does not build, is "broken" and
+# fails the run: when code moves, its mutants move with it.
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+TIMEOUT=${MUTATE_TIMEOUT:-120}
+start=$(date +%s)
+
+if [ $# -gt 0 ]; then
+	list=""; for n in "$@"; do list="$list $TOP/tests/mutants/$n.mut"; done
+else
+	list=$(ls "$TOP"/tests/mutants/*.mut 2>/dev/null | sort)
+fi
+[ -n "$list" ] || { echo "mutate: no mutants in tests/mutants"; exit 1; }
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/mutate.XXXXXX")
+[ "${MUTATE_KEEP:-0}" = 1 ] || trap 'rm -rf "$W"' EXIT
+(cd "$TOP" && git ls-files -co --exclude-standard -z | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+	tar --null -T - -cf -) | tar -C "$W" -xf - || { echo "mutate: cannot copy the tree"; exit 1; }
+echo "mutate: building a scratch copy in $W"
+if ! make -C "$W" -s -j2 all >"$W/build.log" 2>&1; then
+	tail -n 30 "$W/build.log"; echo "mutate: the unmutated tree does not build"; exit 1
+fi
+
+# field FILE NAME: a header line's value
+field() { sed -n "/^@@ /q; s/^$2: *//p" "$1" | head -n 1; }
+# apply.pl FILE MUTFILE apply|revert: swaps the original and mutant blocks; exit 3 when the
+# text to replace does not occur exactly once (its count on stderr).
+cat > "$W/apply.pl" <<'PERL'
+my ($file, $mut, $dir) = @ARGV;
+open(my $m, '<', $mut) or die "$mut: $!\n";
+my ($sec, %blk) = ('', original => '', mutant => '');
+while (<$m>) {
+	if (/^@@ (original|mutant)\s*$/) { $sec = $1; next; }
+	$blk{$sec} .= $_ if $sec;
+}
+close $m;
+my ($from, $to) = $dir eq 'apply' ? ($blk{original}, $blk{mutant}) : ($blk{mutant}, $blk{original});
+die "$mut: empty original block\n" if $blk{original} eq '';
+open(my $f, '<', $file) or die "$file: $!\n";
+my $text = do { local $/; <$f> };
+close $f;
+my ($n, $pos) = (0, -1);
+if ($dir eq 'apply') {
+	for (my $i = index($text, $from); $i >= 0; $i = index($text, $from, $i + 1)) { $n++; $pos = $i; }
+	if ($n != 1) { print STDERR "$n\n"; exit 3; }
+} else {   # the mutant text may be empty or common: put the original back where it was taken
+	$pos = $ENV{MUT_POS};
+	die "$file: the mutant is not where it was put\n" if substr($text, $pos, length($from)) ne $from;
+}
+substr($text, $pos, length($from)) = $to;
+open($f, '>', $file) or die "$file: $!\n";
+print $f $text;
+close $f;
+print "$pos\n";
+PERL
+
+killed=0; survived=0; broken=0; pending=0; bad=""
+for m in $list; do
+	name=$(basename "$m" .mut)
+	if [ ! -f "$m" ]; then echo "BROKEN $name: $m does not exist"; broken=$((broken + 1)); bad="$bad $name"; continue; fi
+	file=$(field "$m" file); promise=$(field "$m" promise); tests=$(field "$m" tests); pend=$(field "$m" pending)
+	tmo=$(field "$m" timeout); tmo=${tmo:-$TIMEOUT}
+	why=""
+	[ -n "$file" ] && [ -f "$W/$file" ] || why="no such file: '$file'"
+	[ -n "$promise" ] || why="${why:-no promise: line}"
+	[ -n "$tests" ] || why="${why:-no tests: line}"
+	for t in $tests; do
+		[ -f "$W/tests/$t.c" ] && [ -x "$W/obj/t/$t" ] || why="${why:-named test $t does not exist}"
+	done
+	if [ -z "$why" ]; then
+		pos=$(perl "$W/apply.pl" "$W/$file" "$m" apply 2>"$W/apply.err")
+		rc=$?
+		[ $rc -eq 3 ] && why="original text occurs $(cat "$W/apply.err") times in $file (must be once)"
+		[ $rc -ne 0 ] && [ $rc -ne 3 ] && why="cannot apply: $(cat "$W/apply.err")"
+	fi
+	if [ -n "$why" ]; then
+		echo "BROKEN $name: $why"; broken=$((broken + 1)); bad="$bad $name"; continue
+	fi
+	if [ -n "$pend" ]; then   # checked that it still applies; not run
+		MUT_POS=$pos perl "$W/apply.pl" "$W/$file" "$m" revert >/dev/null
+		echo "PENDING $name: $pend"; pending=$((pending + 1)); continue
+	fi
+	t0=$(date +%s)
+	if ! make -C "$W" -s -j2 all >"$W/build.log" 2>&1; then
+		echo "BROKEN $name: the mutant does not build"; tail -n 10 "$W/build.log" | sed 's/^/    /'
+		broken=$((broken + 1)); bad="$bad $name"
+	else
+		[ "${MUTATE_ALL:-0}" = 1 ] && run="" || run=$tests
+		if (cd "$W" && O="$W" TEST_TIMEOUT=$tmo sh tests/run.sh $run) >"$W/test.log" 2>&1; then
+			echo "SURVIVED $name ($(( $(date +%s) - t0 ))s): $promise"
+			echo "    tests run: ${run:-all}; mutant of $file:"; sed -n '/^@@ mutant/,$p' "$m" | sed 's/^/    /'
+			survived=$((survived + 1)); bad="$bad $name"
+		else
+			echo "killed $name ($(( $(date +%s) - t0 ))s) by:$(sed -n 's/^FAIL \([^ ]*\).*/ \1/p' "$W/test.log" | tr -d '\n')"
+			killed=$((killed + 1))
+		fi
+	fi
+	MUT_POS=$pos perl "$W/apply.pl" "$W/$file" "$m" revert >/dev/null || { echo "mutate: cannot revert $name"; exit 1; }
+done
+[ -n "$bad" ] && echo "not killed:$bad"
+echo "mutants: $killed killed, $survived survived, $broken broken, $pending pending ($(( $(date +%s) - start ))s)"
+[ "$survived" -eq 0 ] && [ "$broken" -eq 0 ]

@@ -1,0 +1,130 @@
+#!/bin/sh
+# scripts/test-deb.sh - the Debian packages' life cycle, as root: installs the
+# packages `make deb` built (apt-get install ./x.deb), uses them the way
+# `make run` does but only through what was installed (sfs mkfs; a program
+# built against libur-fs-dev with pkg-config writes a file through the ring and
+# reads it back; cat_ur; sfs ls and fsck; a short urfs-bench run, also under
+# noring; the man pages), then purges them and checks that every file they
+# installed is gone.
+#   sh scripts/test-deb.sh [DIR]     DIR: where the .debs are (default $O/deb, else ./deb)
+# Must never: pass when a step ran the source tree's programs or library
+# instead of the installed ones (the steps run with a clean environment, from
+# an empty directory), or when a packaged file is left after the purge.
+set -eu
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+DIR=${1:-${O:-.}/deb}
+PKGS="libur-fs1 urfs-server libur-fs-dev urfs-tools"
+fail() { echo "test-deb: FAIL: $*" >&2; exit 1; }
+say() { echo "test-deb: $*"; }
+
+[ "$(id -u)" -eq 0 ] || fail "must run as root (it installs packages)"
+DEBS=""
+for p in $PKGS; do
+	f=$(ls "$DIR"/${p}_*.deb 2>/dev/null | head -n 1)
+	[ -n "$f" ] || fail "no ${p}_*.deb in $DIR (run make deb first)"
+	DEBS="$DEBS $(cd "$(dirname "$f")" && pwd)/$(basename "$f")"
+done
+
+export DEBIAN_FRONTEND=noninteractive
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in $PKGS; do
+	if installed "$p"; then say "$p is installed from an earlier run: purging it first"; apt-get purge -y -qq $PKGS >/dev/null; break; fi
+done
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/test-deb.XXXXXX")
+cleanup() {
+	rc=$?
+	for p in $PKGS; do if installed "$p"; then apt-get purge -y -qq $PKGS >/dev/null 2>&1 || true; break; fi; done
+	rm -rf "$WORK"
+	exit $rc
+}
+trap cleanup EXIT INT TERM
+
+# What the packages will install, and which of those paths exist already
+# (shared directories such as /usr/bin): those must stay, the rest must go.
+for f in $DEBS; do dpkg-deb -c "$f"; done | awk '{ p = $6; sub(/^\./, "", p); sub(/\/$/, "", p); if (p != "") print p }' |
+	sort -u > "$WORK/paths"
+: > "$WORK/preexisting"
+while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then echo "$p" >> "$WORK/preexisting"; fi; done < "$WORK/paths"
+
+# Maintainer scripts could leave files no package lists: compare the file
+# system before and after (new paths that look like ours fail the test).
+snapshot() { find /etc /usr /opt /var/lib -xdev 2>/dev/null | grep -v '^/var/lib/\(dpkg\|apt\|ucf\|systemd\)\(/\|$\)' | sort; }
+snapshot > "$WORK/before"
+
+say "installing:$DEBS"
+apt-get install -y -qq --no-install-recommends $DEBS > "$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; fail "apt-get install"; }
+for p in $PKGS; do installed "$p" || fail "$p is not installed"; done
+# dpkg -L lists what each package owns; all of it must be there.
+for p in $PKGS; do dpkg -L "$p"; done | grep -vx "/\." | sort -u > "$WORK/owned"
+while IFS= read -r p; do
+	if [ ! -e "$p" ] && [ ! -L "$p" ]; then fail "$p is listed by dpkg -L but missing"; fi
+done < "$WORK/owned"
+say "$(wc -l < "$WORK/owned") paths owned by the packages, all present"
+
+# The library's file is named after its soname, and the server is where the library looks.
+LIB=$(dpkg -L libur-fs1 | grep '/libur_fs\.so\.1\.[0-9.]*$' | head -n 1)
+[ -n "$LIB" ] || fail "libur-fs1 ships no libur_fs.so.1.x.y"
+objdump -p "$LIB" | grep -q 'SONAME *libur_fs\.so\.1$' || fail "$LIB does not carry the soname libur_fs.so.1"
+[ -x /usr/libexec/urfs/simplefs_server ] || fail "no /usr/libexec/urfs/simplefs_server"
+# Programs find the library in the system's path, not through an RPATH/RUNPATH.
+for f in $(grep '^/usr/bin/\|^/usr/libexec/' "$WORK/owned"); do
+	[ -f "$f" ] || continue
+	if readelf -d "$f" 2>/dev/null | grep -q 'RPATH\|RUNPATH'; then fail "$f carries an RPATH/RUNPATH"; fi
+done
+
+# Use: only installed programs, from an empty directory, with a clean environment.
+run() { (cd "$WORK/use" && env -i PATH=/usr/bin:/bin HOME="$WORK" TMPDIR="$WORK" LANG=C "$@"); }
+mkdir "$WORK/use"
+say "sfs mkfs"
+run sfs mkfs --size 64M disk.sfs
+[ "$(run sh -c 'command -v sfs')" = /usr/bin/sfs ] || fail "sfs is not the installed one"
+say "a program built against libur-fs-dev (pkg-config libur_fs): write through the ring, read back"
+run sh -c 'cc -std=gnu11 -Wall -Werror -o writer "$1" $(pkg-config --cflags --libs libur_fs)' sh "$TOP/tools/test_ur_write_v2.c"
+used=$(run sh -c 'ldd ./writer' | awk '$1 == "libur_fs.so.1" { print $3 }')
+[ -n "$used" ] && [ "$(readlink -f "$used")" = "$(readlink -f "$LIB")" ] ||
+	fail "writer does not use the installed library (it uses: ${used:-none})"
+out=$(run timeout 60 ./writer) || fail "writer: $out"
+[ "$out" = "Write completed: user_data=2, res=27" ] || fail "writer printed: $out"
+say "cat_ur test_write.txt"
+out=$(run timeout 60 cat_ur test_write.txt) || fail "cat_ur"
+[ "$out" = "Hello from async ur_write!" ] || fail "cat_ur printed: $out"
+say "sfs ls -l, sfs fsck"
+run sfs ls -l disk.sfs | grep -q ' test_write.txt$' || fail "sfs ls does not list test_write.txt"
+run sfs fsck disk.sfs > /dev/null || fail "sfs fsck reports errors"
+say "urfs-bench (short), and again under noring"
+run timeout 120 urfs-bench run --engine ur,psync --size 4m --repeat 1 > "$WORK/bench.log" 2>&1 ||
+	{ cat "$WORK/bench.log"; fail "urfs-bench"; }
+grep -q '^ur: ' "$WORK/bench.log" || fail "urfs-bench did not run the ur engine"
+run timeout 120 noring urfs-bench run --engine ur --size 4m --repeat 1 > "$WORK/bench.log" 2>&1 ||
+	{ cat "$WORK/bench.log"; fail "noring urfs-bench"; }
+grep -q '^ur: ' "$WORK/bench.log" || fail "urfs-bench under noring did not run the ur engine"
+say "man pages"
+for page in "1 sfs" "1 cat_ur" "1 urfs-bench" "1 noring" "8 simplefs_server" "7 urfs" \
+	"3 urfs_queue_init" "3 urfs_prep_write" "3 ur_init" "3 urch_open" "3 sfs_mount" "3 mksfs"; do
+	# shellcheck disable=SC2086
+	path=$(run man -w $page) || fail "man -w $page: not found"
+	case $path in /usr/share/man/*) ;; *) fail "man -w $page found $path" ;; esac
+	# shellcheck disable=SC2086
+	run env MANWIDTH=80 man $page 2>&1 | grep -q . || fail "man $page renders nothing"
+done
+
+say "purging"
+apt-get purge -y -qq $PKGS > "$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; fail "apt-get purge"; }
+for p in $PKGS; do
+	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "installed\|config-files"; then fail "$p is still known to dpkg"; fi
+done
+left=0
+cat "$WORK/paths" "$WORK/owned" | sort -u | while IFS= read -r p; do
+	grep -qxF "$p" "$WORK/preexisting" && continue
+	if [ -e "$p" ] || [ -L "$p" ]; then echo "left behind: $p"; fi
+done > "$WORK/left"
+left=$(wc -l < "$WORK/left")
+[ "$left" -eq 0 ] || { cat "$WORK/left"; fail "$left paths left after purge"; }
+snapshot > "$WORK/after"
+comm -13 "$WORK/before" "$WORK/after" > "$WORK/new"
+if grep -i 'urfs\|ur_fs\|ur-fs\|simplefs\|sfs\|cat_ur\|noring' "$WORK/new" > "$WORK/ours"; then
+	cat "$WORK/ours"; fail "$(wc -l < "$WORK/ours") new paths of ours after purge"
+fi
+[ -s "$WORK/new" ] && say "note: new paths since install, not ours (other work on this machine?): $(head -n 5 "$WORK/new" | tr '\n' ' ')"
+say "OK: installed, used, purged; nothing left behind"

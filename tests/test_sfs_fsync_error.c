@@ -1,0 +1,137 @@
+/* Description: device errors come back, and stay. On a device whose sync or
+ * write fails with -EIO: sfs_file_fsync returns the error (never 0 for data
+ * that may not be durable), whether it had metadata to commit or only data
+ * to sync; after a failed metadata write the mount refuses further changes
+ * with -EIO (writes, creates, truncates, fsync; docs/FORMAT.md "Errors") while
+ * reads through open handles go on; unmount reports the error; and the image on the device still
+ * mounts clean with every file that was fsynced before the failure. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define SIZE (8u << 20)
+
+/* A memory device whose sync or writes can be made to fail. */
+struct edev {
+	struct sfs_dev d;
+	struct sfs_dev *mem;
+	int fail_sync, fail_write;       /* -EIO from now on while set */
+	unsigned syncs;
+};
+
+static int e_pread(struct sfs_dev *d, void *buf, size_t len, uint64_t off)
+{
+	struct edev *e = (struct edev *)d;
+	return e->mem->pread(e->mem, buf, len, off);
+}
+
+static int e_pwrite(struct sfs_dev *d, const void *buf, size_t len, uint64_t off)
+{
+	struct edev *e = (struct edev *)d;
+	return e->fail_write ? -EIO : e->mem->pwrite(e->mem, buf, len, off);
+}
+
+static int e_sync(struct sfs_dev *d)
+{
+	struct edev *e = (struct edev *)d;
+	e->syncs++;
+	return e->fail_sync ? -EIO : e->mem->sync(e->mem);
+}
+
+static void e_close(struct sfs_dev *d)
+{
+	(void)d;
+}
+
+static struct edev dev;
+
+static struct sfs *mount_edev(void)
+{
+	struct sfs *fs;
+	char err[256] = "";
+	int r = sfs_mount_dev(&dev.d, 0, 0, &fs, err, sizeof err);
+	if (r < 0)
+		FAIL("mount: %s (%s)", strerror(-r), err);
+	return fs;
+}
+
+int main(void)
+{
+	static char buf[8192], got[8192];
+	struct sfs_stat st;
+
+	dev.mem = sfs_memdev_new(NULL, 0, SIZE);
+	CHECK(dev.mem != NULL);
+	dev.d = (struct sfs_dev){ .pread = e_pread, .pwrite = e_pwrite, .sync = e_sync,
+				  .close = e_close, .size = SIZE, .map = NULL, .fd = -1 };
+	CHECK_EQ(sfs_format_dev(&dev.d, 0), 0);
+
+	/* 1. data only (an in-place overwrite, nothing to commit): the sync's error */
+	struct sfs *fs = mount_edev();
+	int fd = sfs_file_open(fs, "kept", SFS_O_CREAT);
+	CHECK(fd >= 0);
+	memset(buf, 'k', sizeof buf);
+	CHECK_EQ(sfs_file_pwrite(fs, fd, buf, sizeof buf, 0), (long long)sizeof buf);
+	CHECK_EQ(sfs_file_fsync(fs, fd), 0);
+	memset(buf, 'K', 4096);
+	CHECK_EQ(sfs_file_pwrite(fs, fd, buf, 4096, 0), 4096);   /* in place: no metadata */
+	dev.fail_sync = 1;
+	unsigned s0 = dev.syncs;
+	CHECK_EQ(sfs_file_fsync(fs, fd), -EIO);
+	CHECK(dev.syncs > s0);
+	dev.fail_sync = 0;
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+
+	/* 2. metadata to commit (a new file): the commit's sync fails: -EIO, and the
+	 *    mount refuses every later change, also once the device works again */
+	fd = sfs_file_open(fs, "lost", SFS_O_CREAT);
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_pwrite(fs, fd, buf, 100, 0), 100);
+	dev.fail_sync = 1;
+	CHECK_EQ(sfs_file_fsync(fs, fd), -EIO);
+	dev.fail_sync = 0;
+	CHECK_EQ(sfs_file_fsync(fs, fd), -EIO);
+	CHECK_EQ(sfs_file_pwrite(fs, fd, buf, 100, 100), -EIO);
+	CHECK_EQ(sfs_file_truncate(fs, fd, 0), -EIO);
+	CHECK_EQ(sfs_file_open(fs, "new", SFS_O_CREAT), -EIO);
+	CHECK_EQ(sfs_unlink(fs, "kept"), -EIO);
+	/* reads through an open handle still work */
+	CHECK_EQ(sfs_file_pread(fs, fd, got, sizeof got, 0), 100);
+	CHECK(got[0] == 'K' && got[99] == 'K');
+	sfs_file_close(fs, fd);
+	CHECK(sfs_unmount(fs) < 0);
+
+	/* 3. the device's image is consistent: it mounts, fsck is clean, the file
+	 *    fsynced before the failures is whole */
+	fs = mount_edev();
+	CHECK_EQ(sfs_stat(fs, "kept", &st), 0);
+	CHECK_EQ(st.size, sizeof buf);
+	fd = sfs_file_open(fs, "kept", 0);
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_pread(fs, fd, got, sizeof got, 4096), 4096);
+	CHECK(got[0] == 'k' && got[4095] == 'k');
+
+	/* 4. a metadata write that fails (the journal's) is as sticky */
+	CHECK_EQ(sfs_file_truncate(fs, fd, 100), 0);
+	dev.fail_write = 1;
+	CHECK_EQ(sfs_file_fsync(fs, fd), -EIO);
+	dev.fail_write = 0;
+	CHECK_EQ(sfs_file_fsync(fs, fd), -EIO);
+	CHECK_EQ(sfs_file_pwrite(fs, fd, buf, 10, 0), -EIO);
+	sfs_file_close(fs, fd);
+	CHECK(sfs_unmount(fs) < 0);
+	fs = mount_edev();
+	CHECK_EQ(sfs_stat(fs, "kept", &st), 0);
+	CHECK(st.size == sizeof buf || st.size == 100);   /* the truncate never committed, or did */
+	CHECK_EQ(sfs_unmount(fs), 0);
+	struct sfs_fsck_result res = { 0, 0 };
+	char err[256] = "";
+	CHECK_EQ(sfs_fsck_dev(&dev.d, 0, &res, NULL, NULL, err, sizeof err), 0);
+	CHECK_EQ(res.errors_found, 0);
+	sfs_dev_free(dev.mem);
+	printf("ok\n");
+	return 0;
+}
