@@ -71,6 +71,18 @@ void     sfs_faultdev_arm(struct sfs_dev *dev, uint64_t n);
 void     sfs_faultdev_crash(struct sfs_dev *dev);
 uint64_t sfs_faultdev_writes(const struct sfs_dev *dev);   /* writes so far */
 void     sfs_dev_free(struct sfs_dev *dev);
+/* An error device passes every call to under (closed with it if own) until
+ * armed: then, counting from the arm call, the n-th call among the kinds in
+ * ops (SFS_ERR_*) and the count-1 after it (count 0: every later one) fail
+ * with err (a negative errno: -EIO, -ENOSPC, ...) without reaching under.
+ * n = 0 disarms. Reads never use a mapping, so they can fail too.
+ * sfs_errdev_injected() counts the failures injected since creation. */
+#define SFS_ERR_READ  0x1u
+#define SFS_ERR_WRITE 0x2u
+#define SFS_ERR_SYNC  0x4u
+struct sfs_dev *sfs_errdev_new(struct sfs_dev *under, int own);
+void     sfs_errdev_arm(struct sfs_dev *dev, unsigned ops, uint64_t n, uint64_t count, int err);
+uint64_t sfs_errdev_injected(const struct sfs_dev *dev);
 
 /* ---------------------------------------------------------------------------
  * Handle API

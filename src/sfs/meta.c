@@ -345,6 +345,39 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * Sync the device and remember a failure, because the kernel does not: after
+ * a failed fdatasync the image's dirty pages may be dropped and marked clean,
+ * and the next fdatasync returns 0 although the data never reached the disk
+ * (PostgreSQL's "fsyncgate"). So every open file written since the last good
+ * sync keeps the error (werr) and the mount does (sync_err). A write stamps
+ * its file with the epoch current when its data was written; the sync takes
+ * the next epoch first, so a write stamped with an epoch <= ours was written
+ * before this sync began, and one that races with it is counted with the
+ * next. Callers hold the fs lock, shared or exclusive (open_list is stable).
+ */
+int sfs_dev_sync(struct sfs *fs)
+{
+	uint64_t good = atomic_load(&fs->synced_epoch);
+	uint64_t e = atomic_fetch_add(&fs->sync_epoch, 1);
+	int r = fs->dev->sync(fs->dev);
+	if (r == 0) {
+		uint64_t s = good;
+		while (s < e && !atomic_compare_exchange_weak(&fs->synced_epoch, &s, e))
+			;
+		return 0;
+	}
+	int zero = 0;
+	atomic_compare_exchange_strong(&fs->sync_err, &zero, r);
+	for (struct sfs_ofile *of = fs->open_list; of; of = of->next) {
+		uint64_t w = atomic_load(&of->wgen);
+		zero = 0;
+		if (w > good && w <= e)
+			atomic_compare_exchange_strong(&of->werr, &zero, r);
+	}
+	return r;
+}
+
 static int fail(struct sfs *fs, int r)
 {
 	fs->failed = 1;
@@ -359,7 +392,7 @@ static int commit_part(struct sfs *fs, const uint32_t *list, uint32_t n)
 	if (fs->jnext + n > fs->jcap) {
 		/* Wrapping: the previous transaction's log slots may be reused
 		 * only once its installs are durable. */
-		if (fs->installs_unsynced && (r = dev->sync(dev)))
+		if (fs->installs_unsynced && (r = sfs_dev_sync(fs)))
 			return fail(fs, r);
 		fs->installs_unsynced = 0;
 		fs->jnext = 0;
@@ -369,7 +402,7 @@ static int commit_part(struct sfs *fs, const uint32_t *list, uint32_t n)
 	uint64_t logoff = (uint64_t)(fs->jstart + 1 + fs->jnext) * BS;
 	if ((r = sfs_io_write(dev, fs->jbuf, (size_t)n * BS, logoff)))
 		return fail(fs, r);
-	if ((r = dev->sync(dev)))   /* log copies + earlier data + earlier installs */
+	if ((r = sfs_dev_sync(fs)))   /* log copies + earlier data + earlier installs */
 		return fail(fs, r);
 	fs->installs_unsynced = 0;
 	struct sfs_jhdr_disk *h = (struct sfs_jhdr_disk *)fs->hbuf;
@@ -385,7 +418,7 @@ static int commit_part(struct sfs *fs, const uint32_t *list, uint32_t n)
 	sfs_block_seal(fs->hbuf, fs->jstart);
 	if ((r = sfs_io_write(dev, fs->hbuf, BS, (uint64_t)fs->jstart * BS)))
 		return fail(fs, r);
-	if ((r = dev->sync(dev)))   /* the commit point */
+	if ((r = sfs_dev_sync(fs)))   /* the commit point */
 		return fail(fs, r);
 	fs->seq++;
 	/* Install, coalescing runs of consecutive home blocks. */
@@ -728,7 +761,7 @@ static int write_empty_header(struct sfs *fs)
 	sfs_block_seal(fs->hbuf, fs->jstart);
 	int r = sfs_io_write(fs->dev, fs->hbuf, BS, (uint64_t)fs->jstart * BS);
 	if (!r)
-		r = fs->dev->sync(fs->dev);
+		r = sfs_dev_sync(fs);
 	return r;
 }
 
@@ -742,7 +775,7 @@ int sfs_finish(struct sfs *fs)
 		return -EIO;
 	int r = sfs_commit(fs);
 	if (!r)
-		r = fs->dev->sync(fs->dev);
+		r = sfs_dev_sync(fs);
 	if (!r)
 		r = write_empty_header(fs);
 	if (r)
@@ -766,6 +799,7 @@ int sfs_load(struct sfs *fs, struct sfs_chk *c)
 	struct sfs_dev *dev = fs->dev;
 	uint8_t *buf = NULL, *owned = NULL;
 	int r;
+	atomic_store(&fs->sync_epoch, 1);   /* wgen 0 means "never written" */
 	if (dev->size < BS) {
 		sfs_seterr(c->err, c->errlen, "not a SimpleFS image (too small)");
 		return -EMEDIUMTYPE;
@@ -798,7 +832,7 @@ int sfs_load(struct sfs *fs, struct sfs_chk *c)
 			if ((r = sfs_io_write(dev, fs->jbuf + (size_t)i * BS, BS,
 					      (uint64_t)jh->ent[i].home * BS)))
 				goto ioerr;
-		if ((r = dev->sync(dev)))
+		if ((r = sfs_dev_sync(fs)))
 			goto ioerr;
 	}
 

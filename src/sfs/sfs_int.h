@@ -121,6 +121,12 @@ struct sfs_ofile {
 	int orphan;
 	_Atomic uint64_t mtime;    /* set by shared-lock writes, flushed at commit */
 	atomic_int mdirty;
+	/* Failed fsync stays failed (docs/FORMAT.md "Errors"): wgen is the sync
+	 * epoch of the last data write (0: none), werr the write-back error a
+	 * failed device sync left on this file, returned by every fsync of every
+	 * handle until the last one is closed. */
+	_Atomic uint64_t wgen;
+	atomic_int werr;
 	struct sfs_ofile *next, *prev;
 };
 
@@ -136,6 +142,11 @@ struct sfs {
 	unsigned mflags;
 	int rdonly;
 	int failed;                /* a metadata write failed: refuse changes */
+	/* Device syncs (sfs_dev_sync): each takes an epoch; a failed one marks
+	 * the open files written since the last good one, and the mount. */
+	_Atomic uint64_t sync_epoch;   /* next epoch; starts at 1 */
+	_Atomic uint64_t synced_epoch; /* every write of an epoch <= this is durable */
+	atomic_int sync_err;       /* a device sync failed: sfs_sync/unmount report it */
 	pthread_rwlock_t lock;
 
 	/* geometry (validated) */
@@ -193,6 +204,11 @@ struct sfs_chk {
 int  sfs_load(struct sfs *fs, struct sfs_chk *c);
 void sfs_free_meta(struct sfs *fs);
 int  sfs_commit(struct sfs *fs);
+int  sfs_dev_sync(struct sfs *fs);
+static inline void sfs_note_write(struct sfs *fs, struct sfs_ofile *of)
+{
+	atomic_store(&of->wgen, atomic_load(&fs->sync_epoch));
+}
 int  sfs_finish(struct sfs *fs);
 int  sfs_txn_reserve(struct sfs *fs, uint32_t n);
 void sfs_mark_fat(struct sfs *fs, uint32_t block);
