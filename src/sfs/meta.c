@@ -205,6 +205,31 @@ static int open_for_format(const char *path, unsigned flags, unsigned mode, int 
 	return fd;
 }
 
+/* fsync the directory that holds path, so a new name survives a power cut.
+ * A directory that cannot be fsynced (EINVAL: some file systems) is let be. */
+static int sync_parent(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+	if (n >= sizeof dir)
+		return -ENAMETOOLONG;
+	if (!slash)
+		memcpy(dir, ".", 2);
+	else if (n == 0)
+		memcpy(dir, "/", 2);
+	else {
+		memcpy(dir, path, n);
+		dir[n] = 0;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int r = fsync(dfd) < 0 && errno != EINVAL ? -errno : 0;
+	close(dfd);
+	return r;
+}
+
 SFS_EXPORT int sfs_format(const char *path, uint64_t size, uint32_t max_files)
 {
 	return sfs_format_ex(path, size, max_files, 0, SFS_DEFAULT_MODE);
@@ -238,6 +263,12 @@ SFS_EXPORT int sfs_format_ex(const char *path, uint64_t size, uint32_t max_files
 	if ((r = sfs_filedev_from_fd(fd, bytes, &dev)))
 		goto fail;
 	r = sfs_format_write(dev, &sb);
+	/* Durable creation: the image's size and inode (fsync, not fdatasync),
+	 * then its name in the parent directory. */
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	if (!r)
+		r = sync_parent(path);
 	dev->close(dev);
 	return r;
 fail:
