@@ -286,6 +286,16 @@ SFS_EXPORT int sfs_unmount(struct sfs *fs)
 	return r;
 }
 
+SFS_EXPORT unsigned sfs_mount_warnings(struct sfs *fs, char *msg, size_t len)
+{
+	if (msg && len)
+		msg[0] = 0;
+	if (!fs || !fs->warn[0])
+		return 0;
+	sfs_seterr(msg, len, "%s", fs->warn);
+	return SFS_WARN_BACKUP_SUPER;
+}
+
 SFS_EXPORT int sfs_image_fd(struct sfs *fs, int *direct)
 {
 	if (!fs)

@@ -45,7 +45,7 @@ int sfs_format_geometry(uint64_t size, uint32_t max_files, struct sfs_super_disk
 		return -EINVAL;
 	if (size > SFS_MAX_SIZE)
 		return -EFBIG;
-	uint64_t total = size / BS;
+	uint64_t total = size / BS - 1;   /* the last block holds the backup superblock */
 	if (total > MAX_BLOCKS)
 		total = MAX_BLOCKS;
 	uint64_t jcap = total / 128;
@@ -87,6 +87,16 @@ int sfs_format_geometry(uint64_t size, uint32_t max_files, struct sfs_super_disk
 }
 
 #define FMT_CHUNK 64u
+
+/* Write sb as the superblock copy at block home (0: the primary; total_blocks:
+ * the backup), sealed with that home. buf: one aligned block of scratch. */
+int sfs_super_write(struct sfs_dev *dev, const struct sfs_super_disk *sb, uint32_t home, uint8_t *buf)
+{
+	memset(buf, 0, BS);
+	memcpy(buf, sb, sizeof *sb);
+	sfs_block_seal(buf, home);
+	return sfs_io_write(dev, buf, BS, (uint64_t)home * BS);
+}
 
 int sfs_format_write(struct sfs_dev *dev, const struct sfs_super_disk *sb)
 {
@@ -131,11 +141,12 @@ int sfs_format_write(struct sfs_dev *dev, const struct sfs_super_disk *sb)
 	}
 	if ((r = dev->sync(dev)))
 		goto out;
-	/* The superblock last: a torn format is not an image. */
-	memset(buf, 0, BS);
-	memcpy(buf, sb, sizeof *sb);
-	sfs_block_seal(buf, 0);
-	if ((r = sfs_io_write(dev, buf, BS, 0)))
+	/* The superblocks last: a torn format is not an image. The backup
+	 * (when the device has room for it) goes first. */
+	if ((uint64_t)sb->total_blocks * BS + BS <= dev->size &&
+	    (r = sfs_super_write(dev, sb, sb->total_blocks, buf)))
+		goto out;
+	if ((r = sfs_super_write(dev, sb, 0, buf)))
 		goto out;
 	r = dev->sync(dev);
 out:
@@ -253,7 +264,7 @@ SFS_EXPORT int sfs_format_ex(const char *path, uint64_t size, uint32_t max_files
 		r = -errno;
 		goto fail;
 	}
-	uint64_t bytes = (uint64_t)sb.total_blocks * BS;
+	uint64_t bytes = (uint64_t)sb.total_blocks * BS + BS;   /* + the backup superblock */
 	/* Drop the old contents, then size it sparse. */
 	if (S_ISREG(st.st_mode) && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0)) {
 		r = -errno;
@@ -659,7 +670,9 @@ void sfs_free_meta(struct sfs *fs)
 	fs->ofile_by_slot = NULL;
 }
 
-static int check_super(struct sfs *fs, const uint8_t *buf, struct sfs_chk *c)
+/* Check the superblock copy in buf, read from block home (0: the primary; a
+ * backup must also say that it is the block just past the file system). */
+static int check_super(struct sfs *fs, const uint8_t *buf, uint64_t home, struct sfs_chk *c)
 {
 	struct sfs_super_disk sb;
 	memcpy(&sb, buf, sizeof sb);
@@ -671,8 +684,12 @@ static int check_super(struct sfs *fs, const uint8_t *buf, struct sfs_chk *c)
 		sfs_seterr(c->err, c->errlen, "unsupported SimpleFS version %u", sb.version);
 		return -EPROTONOSUPPORT;
 	}
-	if (!sfs_block_ok(buf, 0)) {
+	if (home > MAX_BLOCKS || !sfs_block_ok(buf, (uint32_t)home)) {
 		sfs_seterr(c->err, c->errlen, "bad checksum in superblock");
+		return -EUCLEAN;
+	}
+	if (home && sb.total_blocks != home) {
+		sfs_seterr(c->err, c->errlen, "backup superblock not at the end of its file system");
 		return -EUCLEAN;
 	}
 	const char *why = NULL;
@@ -696,6 +713,10 @@ static int check_super(struct sfs *fs, const uint8_t *buf, struct sfs_chk *c)
 		why = "data start";
 	else if (sb.flags != 0)
 		why = "flags";
+	else
+		for (size_t i = sizeof sb; i < TRAILER_OFF && !why; i++)
+			if (buf[i])
+				why = "reserved bytes not zero";
 	if (why) {
 		sfs_seterr(c->err, c->errlen, "bad geometry in superblock (%s)", why);
 		return -EUCLEAN;
@@ -719,7 +740,80 @@ static int check_super(struct sfs *fs, const uint8_t *buf, struct sfs_chk *c)
 	fs->data_start = sb.data_start;
 	fs->max_files = sb.max_files;
 	fs->meta_blocks = sb.fat_blocks + sb.dir_blocks;
+	fs->sb = sb;
 	return 0;
+}
+
+/*
+ * The superblock: the primary (block 0), or when it is damaged the backup in
+ * the device's last block (format puts one there; images made before the
+ * backup existed have none, and then the primary's error stands). A mount
+ * notes the fallback in fs->warn; fsck counts it as a problem and, repairing,
+ * has the primary rewritten (fs->sb_fix). fsck also checks that the backup is
+ * an exact copy when the device is laid out with one, and has it rewritten.
+ */
+static int load_super(struct sfs *fs, uint8_t *buf, struct sfs_chk *c)
+{
+	char why[160] = "";
+	struct sfs_chk pc = *c;
+	pc.err = why;
+	pc.errlen = sizeof why;
+	int r = check_super(fs, buf, 0, &pc);
+	uint64_t last = fs->dev->size / BS - 1;
+	if (r == 0) {
+		if (c->strict || last != fs->total)
+			return 0;
+		/* fsck: the backup must be the primary's exact copy */
+		uint8_t *want = buf + BS, *got = buf + 2 * BS;
+		memset(want, 0, BS);
+		memcpy(want, &fs->sb, sizeof fs->sb);
+		sfs_block_seal(want, fs->total);
+		if ((r = sfs_io_read(fs->dev, got, BS, last * BS)))
+			return r;
+		if (memcmp(want, got, BS) != 0) {
+			if ((r = problem(c, "backup superblock (block %u) damaged or missing", fs->total)))
+				return r;
+			fs->sb_fix |= 2;
+		}
+		return 0;
+	}
+	char bwhy[160];
+	pc.err = bwhy;
+	pc.errlen = sizeof bwhy;
+	if (fs->dev->size < 33 * (uint64_t)BS || sfs_io_read(fs->dev, buf, BS, last * BS) ||
+	    check_super(fs, buf, last, &pc)) {
+		sfs_seterr(c->err, c->errlen, "%s", why);   /* no usable backup: the primary's error */
+		return r;
+	}
+	snprintf(fs->warn, sizeof fs->warn,
+		 "primary superblock damaged (%s); mounted with the backup at block %llu", why,
+		 (unsigned long long)last);
+	if (!c->strict) {
+		if ((r = problem(c, "primary superblock damaged (%s); the backup at block %llu is good",
+				 why, (unsigned long long)last)))
+			return r;
+		fs->sb_fix |= 1;
+	}
+	return 0;
+}
+
+/* fsck repair: rewrite the superblock copies load_super found damaged. */
+int sfs_super_repair(struct sfs *fs)
+{
+	if (!fs->sb_fix)
+		return 0;
+	uint8_t *buf = sfs_aligned_alloc(BS);
+	if (!buf)
+		return -ENOMEM;
+	int r = 0;
+	if (fs->sb_fix & 2)
+		r = sfs_super_write(fs->dev, &fs->sb, fs->total, buf);
+	if (!r && (fs->sb_fix & 1))
+		r = sfs_super_write(fs->dev, &fs->sb, 0, buf);
+	if (!r)
+		r = sfs_dev_sync(fs);
+	free(buf);
+	return r;
 }
 
 static int alloc_meta(struct sfs *fs)
@@ -835,17 +929,23 @@ int sfs_load(struct sfs *fs, struct sfs_chk *c)
 		sfs_seterr(c->err, c->errlen, "not a SimpleFS image (too small)");
 		return -EMEDIUMTYPE;
 	}
-	buf = sfs_aligned_alloc((size_t)LOAD_CHUNK * BS);
+	buf = sfs_aligned_alloc(3 * BS);   /* the superblock, its backup, a compare */
 	if (!buf)
 		return -ENOMEM;
 	if ((r = sfs_io_read(dev, buf, BS, 0))) {
 		sfs_seterr(c->err, c->errlen, "cannot read superblock: %s", strerror(-r));
 		goto out;
 	}
-	if ((r = check_super(fs, buf, c)))
+	if ((r = load_super(fs, buf, c)))
 		goto out;
 	if ((r = alloc_meta(fs)))
 		goto out;
+	uint32_t chunk = fs->meta_blocks < LOAD_CHUNK ? fs->meta_blocks : LOAD_CHUNK;
+	free(buf);
+	if (!(buf = sfs_aligned_alloc((size_t)chunk * BS))) {
+		r = -ENOMEM;
+		goto out;
+	}
 
 	/* Journal recovery: a committed transaction is laid over what is read
 	 * from the home locations, and (when writable) installed for real. */
@@ -867,8 +967,8 @@ int sfs_load(struct sfs *fs, struct sfs_chk *c)
 			goto ioerr;
 	}
 
-	for (uint32_t m0 = 0; m0 < fs->meta_blocks; m0 += LOAD_CHUNK) {
-		uint32_t n = fs->meta_blocks - m0 < LOAD_CHUNK ? fs->meta_blocks - m0 : LOAD_CHUNK;
+	for (uint32_t m0 = 0; m0 < fs->meta_blocks; m0 += chunk) {
+		uint32_t n = fs->meta_blocks - m0 < chunk ? fs->meta_blocks - m0 : chunk;
 		if ((r = sfs_io_read(dev, buf, (size_t)n * BS, (uint64_t)(fs->fat_start + m0) * BS)))
 			goto ioerr;
 		for (int i = 0; i < jn; i++) {

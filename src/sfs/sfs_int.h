@@ -152,6 +152,9 @@ struct sfs {
 	/* geometry (validated) */
 	uint32_t total, jstart, jblocks, jcap, fat_start, fat_blocks;
 	uint32_t dir_start, dir_blocks, data_start, max_files, meta_blocks;
+	struct sfs_super_disk sb;  /* the superblock in use */
+	unsigned sb_fix;           /* fsck: 1 rewrite the primary, 2 the backup */
+	char warn[256];            /* mount: why it fell back to the backup superblock */
 
 	uint32_t *fat;             /* total entries */
 	struct sfs_dirent *dir;    /* max_files entries */
@@ -221,6 +224,8 @@ void sfs_hash_remove(struct sfs *fs, uint32_t slot);
 int  sfs_free_orphan(struct sfs *fs, uint32_t slot);
 int  sfs_format_geometry(uint64_t size, uint32_t max_files, struct sfs_super_disk *sb);
 int  sfs_format_write(struct sfs_dev *dev, const struct sfs_super_disk *sb);
+int  sfs_super_write(struct sfs_dev *dev, const struct sfs_super_disk *sb, uint32_t home, uint8_t *buf);
+int  sfs_super_repair(struct sfs *fs);
 void sfs_seterr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 uint64_t sfs_now_ns(void);
