@@ -160,6 +160,19 @@ static void run_lib(const uint8_t *image, uint64_t devsize, struct outcome *o)
 	sfs_dev_free(dev);
 }
 
+/* fsck reported errors, fsck -y fixed them all, and a recheck is clean. */
+static void expect_fixed(const char *what, const struct outcome *o)
+{
+	if (o->fsck_rc != 0 || o->found == 0)
+		FAIL("%s: fsck returned %d with %u errors, expected errors", what, o->fsck_rc, o->found);
+	if (o->repair_rc != 0 || o->rfound == 0 || o->rfixed != o->rfound)
+		FAIL("%s: fsck -y returned %d, found %u, fixed %u", what, o->repair_rc, o->rfound,
+		     o->rfixed);
+	if (o->recheck_rc != 0 || o->recheck_found != 0)
+		FAIL("%s: after fsck -y, a check returned %d with %u errors", what, o->recheck_rc,
+		     o->recheck_found);
+}
+
 /* A damaged image that mount refuses with rc/why, fsck reports, fsck -y
  * repairs (a recheck is clean) and that then mounts. */
 static void expect_repairable(const char *what, int rc, const char *why)
@@ -171,13 +184,7 @@ static void expect_repairable(const char *what, int rc, const char *why)
 		FAIL("%s: mount returned %d (%s), expected %d", what, o.mount_rc, o.mount_err, rc);
 	if (why && !strstr(o.mount_err, why))
 		FAIL("%s: mount said '%s', expected it to say '%s'", what, o.mount_err, why);
-	if (o.fsck_rc != 0 || o.found == 0)
-		FAIL("%s: fsck returned %d with %u errors, expected errors", what, o.fsck_rc, o.found);
-	if (o.repair_rc != 0 || o.rfound == 0 || o.rfixed != o.rfound)
-		FAIL("%s: fsck -y returned %d, found %u, fixed %u", what, o.repair_rc, o.rfound, o.rfixed);
-	if (o.recheck_rc != 0 || o.recheck_found != 0)
-		FAIL("%s: after fsck -y, a check returned %d with %u errors", what, o.recheck_rc,
-		     o.recheck_found);
+	expect_fixed(what, &o);
 	if (o.remount_rc != 0)
 		FAIL("%s: after fsck -y, mount failed: %s", what, o.remount_err);
 }
@@ -192,13 +199,7 @@ static void expect_backup(const char *what)
 	if (o.mount_rc != 0 || o.warn != SFS_WARN_BACKUP_SUPER)
 		FAIL("%s: mount returned %d (%s), warnings %#x; expected the backup", what, o.mount_rc,
 		     o.mount_err, o.warn);
-	if (o.fsck_rc != 0 || o.found == 0)
-		FAIL("%s: fsck returned %d with %u errors, expected errors", what, o.fsck_rc, o.found);
-	if (o.repair_rc != 0 || o.rfound == 0 || o.rfixed != o.rfound)
-		FAIL("%s: fsck -y returned %d, found %u, fixed %u", what, o.repair_rc, o.rfound, o.rfixed);
-	if (o.recheck_rc != 0 || o.recheck_found != 0)
-		FAIL("%s: after fsck -y, a check returned %d with %u errors", what, o.recheck_rc,
-		     o.recheck_found);
+	expect_fixed(what, &o);
 	if (o.remount_rc != 0 || o.rewarn)
 		FAIL("%s: after fsck -y, mount returned %d (%s), warnings %#x", what, o.remount_rc,
 		     o.remount_err, o.rewarn);
