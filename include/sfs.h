@@ -70,12 +70,18 @@ struct sfs_dev *sfs_faultdev_new(uint64_t size);
 void     sfs_faultdev_arm(struct sfs_dev *dev, uint64_t n);
 void     sfs_faultdev_crash(struct sfs_dev *dev);
 uint64_t sfs_faultdev_writes(const struct sfs_dev *dev);   /* writes so far */
+/* Forget the writes not yet synced without making them durable: reads still
+ * see them, a crash loses them, a later sync does not save them (what Linux
+ * does to dirty pages whose write-back failed). */
+void     sfs_faultdev_forget(struct sfs_dev *dev);
 void     sfs_dev_free(struct sfs_dev *dev);
 /* An error device passes every call to under (closed with it if own) until
  * armed: then, counting from the arm call, the n-th call among the kinds in
  * ops (SFS_ERR_*) and the count-1 after it (count 0: every later one) fail
  * with err (a negative errno: -EIO, -ENOSPC, ...) without reaching under.
- * n = 0 disarms. Reads never use a mapping, so they can fail too.
+ * n = 0 disarms. Reads never use a mapping, so they can fail too. A failed
+ * sync over a fault device also forgets the writes it was to make durable
+ * (sfs_faultdev_forget: the kernel's "fsyncgate" behaviour).
  * sfs_errdev_injected() counts the failures injected since creation. */
 #define SFS_ERR_READ  0x1u
 #define SFS_ERR_WRITE 0x2u

@@ -39,6 +39,7 @@ static int open_write(struct sfs *fs, const char *name, char c, size_t len)
 int main(void)
 {
 	char buf[4096];
+	struct sfs_stat st;
 	struct sfs_dev *mem = sfs_memdev_new(NULL, 0, SIZE);
 	CHECK(mem != NULL);
 	struct sfs_dev *dev = sfs_errdev_new(mem, 1);
@@ -50,6 +51,7 @@ int main(void)
 	int a = open_write(fs, "a", 'a', 8192);
 	int b = open_write(fs, "b", 'b', 4096);
 	CHECK_EQ(sfs_file_fsync(fs, a), 0);     /* commits both files */
+	CHECK_EQ(sfs_sync(fs), 0);               /* and makes the commit's installs durable */
 	int a2 = sfs_file_open(fs, "a", 0);      /* a second handle on a */
 	CHECK(a2 >= 0);
 	memset(buf, 'A', sizeof buf);
@@ -87,6 +89,25 @@ int main(void)
 	CHECK_EQ(sfs_sync(fs), 0);
 	a = open_write(fs, "a", 'x', 4096);
 	CHECK_EQ(sfs_file_fsync(fs, a), 0);
+
+	/* 3a. a data-only sync that fails while the last commit's installs are
+	 *     not durable yet: they may be lost too, so the mount refuses
+	 *     changes (the journal keeps them for recovery) */
+	int e = open_write(fs, "e", 'e', 4096);   /* allocates */
+	CHECK_EQ(sfs_file_fsync(fs, e), 0);       /* commit: installs written, not synced */
+	CHECK_EQ(sfs_file_pwrite(fs, e, buf, 100, 0), 100);   /* in place */
+	sfs_errdev_arm(dev, SFS_ERR_SYNC, 1, 1, -EIO);
+	CHECK_EQ(sfs_file_fsync(fs, e), -EIO);
+	CHECK_EQ(sfs_file_fsync(fs, a), -EIO);    /* a was durable, but the mount failed */
+	CHECK_EQ(sfs_file_pwrite(fs, a, buf, 10, 0), -EIO);
+	sfs_file_close(fs, e);
+	sfs_file_close(fs, a);
+	CHECK(sfs_unmount(fs) < 0);
+	fs = mount_dev(dev);
+	CHECK_EQ(sfs_stat(fs, "e", &st), 0);      /* recovery replayed the commit */
+	CHECK_EQ(st.size, 4096);
+	a = sfs_file_open(fs, "a", 0);
+	CHECK(a >= 0);
 
 	/* 3. a sync that fails inside a commit (metadata): the mount refuses
 	 *    changes and every fsync fails, also with the device back */

@@ -4,7 +4,9 @@
  * once armed the n-th read, write or sync (of the kinds asked for) and a
  * number of later ones fail with a chosen -errno (-EIO, -ENOSPC, ...) without
  * reaching the device. A failed write changes nothing; a failed sync makes
- * nothing durable that was not durable before.
+ * nothing durable that was not durable before, and over a fault device it
+ * loses the writes it was to make durable for good, as Linux does when a
+ * write-back fails (the pages are marked clean; the next sync returns 0).
  * Must never print; never change the device under it on a failed call.
  */
 #include <stdlib.h>
@@ -51,6 +53,8 @@ static int err_sync(struct sfs_dev *dev)
 {
 	struct errdev *e = (struct errdev *)dev;
 	int r = inject(e, SFS_ERR_SYNC);
+	if (r)
+		sfs_faultdev_forget(e->under);   /* the pages are "clean" now: lost */
 	return r ? r : e->under->sync(e->under);
 }
 

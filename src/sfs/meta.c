@@ -270,6 +270,16 @@ SFS_EXPORT int sfs_format_ex(const char *path, uint64_t size, uint32_t max_files
 		r = -errno;
 		goto fail;
 	}
+	/* Give the journal its disk space now, so that on a full host file
+	 * system only data writes can fail with ENOSPC, never a commit (FAT,
+	 * directory and superblocks are written below, so they have theirs).
+	 * A file system without fallocate keeps the journal sparse. */
+	if (S_ISREG(st.st_mode) &&
+	    fallocate(fd, 0, (off_t)sb.journal_start * BS, (off_t)sb.journal_blocks * BS) < 0 &&
+	    errno != EOPNOTSUPP && errno != ENOSYS) {
+		r = -errno;
+		goto fail;
+	}
 	struct sfs_dev *dev;
 	if ((r = sfs_filedev_from_fd(fd, bytes, &dev)))
 		goto fail;
@@ -397,6 +407,11 @@ static int cmp_u32(const void *a, const void *b)
  * the next epoch first, so a write stamped with an epoch <= ours was written
  * before this sync began, and one that races with it is counted with the
  * next. Callers hold the fs lock, shared or exclusive (open_list is stable).
+ * A failed sync may also lose metadata written since the last good one: the
+ * last commit's installs. Then the mount fails (refuses changes): the header
+ * that lets recovery replay them is never replaced. (Inside a commit a failed
+ * sync fails the mount anyway; and a data-only fsync runs with no
+ * transaction pending, so no uncommitted allocation depends on lost data.)
  */
 int sfs_dev_sync(struct sfs *fs)
 {
@@ -404,6 +419,7 @@ int sfs_dev_sync(struct sfs *fs)
 	uint64_t e = atomic_fetch_add(&fs->sync_epoch, 1);
 	int r = fs->dev->sync(fs->dev);
 	if (r == 0) {
+		atomic_store(&fs->installs_unsynced, 0);
 		uint64_t s = good;
 		while (s < e && !atomic_compare_exchange_weak(&fs->synced_epoch, &s, e))
 			;
@@ -411,6 +427,10 @@ int sfs_dev_sync(struct sfs *fs)
 	}
 	int zero = 0;
 	atomic_compare_exchange_strong(&fs->sync_err, &zero, r);
+	/* The last commit's installs may be lost with the rest: the journal
+	 * still holds them, so its header must never be overwritten again. */
+	if (atomic_load(&fs->installs_unsynced))
+		atomic_store(&fs->failed, 1);
 	for (struct sfs_ofile *of = fs->open_list; of; of = of->next) {
 		uint64_t w = atomic_load(&of->wgen);
 		zero = 0;

@@ -141,7 +141,7 @@ struct sfs {
 	int own;
 	unsigned mflags;
 	int rdonly;
-	int failed;                /* a metadata write failed: refuse changes */
+	atomic_int failed;         /* a metadata write failed: refuse changes */
 	/* Device syncs (sfs_dev_sync): each takes an epoch; a failed one marks
 	 * the open files written since the last good one, and the mount. */
 	_Atomic uint64_t sync_epoch;   /* next epoch; starts at 1 */
@@ -179,7 +179,7 @@ struct sfs {
 	uint8_t *hbuf;             /* one block, aligned */
 	uint64_t seq;
 	uint32_t jnext;
-	int installs_unsynced;
+	atomic_int installs_unsynced;   /* the last commit's installs are not durable yet */
 
 	/* open files and handles */
 	struct sfs_ofile **ofile_by_slot;
