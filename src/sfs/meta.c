@@ -408,10 +408,12 @@ static int cmp_u32(const void *a, const void *b)
  * before this sync began, and one that races with it is counted with the
  * next. Callers hold the fs lock, shared or exclusive (open_list is stable).
  * A failed sync may also lose metadata written since the last good one: the
- * last commit's installs. Then the mount fails (refuses changes): the header
- * that lets recovery replay them is never replaced. (Inside a commit a failed
- * sync fails the mount anyway; and a data-only fsync runs with no
- * transaction pending, so no uncommitted allocation depends on lost data.)
+ * last commit's installs. The journal header still names that transaction,
+ * so before anything may replace the header (the next commit, unmount) it is
+ * installed again from the journal and synced (reinstall()). (Inside a
+ * commit a failed sync fails the mount anyway; and a data-only fsync runs
+ * with no transaction pending, so no uncommitted allocation depends on lost
+ * data.)
  */
 int sfs_dev_sync(struct sfs *fs)
 {
@@ -428,9 +430,9 @@ int sfs_dev_sync(struct sfs *fs)
 	int zero = 0;
 	atomic_compare_exchange_strong(&fs->sync_err, &zero, r);
 	/* The last commit's installs may be lost with the rest: the journal
-	 * still holds them, so its header must never be overwritten again. */
+	 * still holds them; the next commit installs them again first. */
 	if (atomic_load(&fs->installs_unsynced))
-		atomic_store(&fs->failed, 1);
+		atomic_store(&fs->reinstall, 1);
 	for (struct sfs_ofile *of = fs->open_list; of; of = of->next) {
 		uint64_t w = atomic_load(&of->wgen);
 		zero = 0;
@@ -516,12 +518,37 @@ static void flush_mtimes(struct sfs *fs)
 	}
 }
 
+static int read_journal(struct sfs *fs, int *clean);
+
+/* A failed sync lost the last commit's installs (sfs_dev_sync): install that
+ * transaction again from the journal, where it is durable and still named by
+ * the header, and sync, before the header may be replaced. Uses jbuf/hbuf,
+ * which are free between commits. */
+static int reinstall(struct sfs *fs)
+{
+	int clean, r;
+	int n = read_journal(fs, &clean);
+	if (n < 0)
+		return n;
+	const struct sfs_jhdr_disk *h = (const struct sfs_jhdr_disk *)fs->hbuf;
+	for (int i = 0; i < n; i++)
+		if ((r = sfs_io_write(fs->dev, fs->jbuf + (size_t)i * BS, BS, (uint64_t)h->ent[i].home * BS)))
+			return r;
+	if ((r = sfs_dev_sync(fs)))
+		return r;
+	atomic_store(&fs->reinstall, 0);
+	return 0;
+}
+
 int sfs_commit(struct sfs *fs)
 {
 	if (fs->failed)
 		return -EIO;
 	if (fs->rdonly)
 		return 0;
+	int rr;
+	if (atomic_load(&fs->reinstall) && (rr = reinstall(fs)))
+		return fail(fs, rr);
 	flush_mtimes(fs);
 	if (fs->ndirty == 0)
 		return 0;

@@ -180,6 +180,7 @@ struct sfs {
 	uint64_t seq;
 	uint32_t jnext;
 	atomic_int installs_unsynced;   /* the last commit's installs are not durable yet */
+	atomic_int reinstall;      /* a failed sync may have lost them: install again first */
 
 	/* open files and handles */
 	struct sfs_ofile **ofile_by_slot;
