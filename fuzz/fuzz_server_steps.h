@@ -20,7 +20,8 @@
  *   c%5 3  up to 64 bytes into the data area (names, iovecs, buffer tables)
  *   c%5 4  a NOP SQE with IO_LINK or IO_DRAIN
  * At the end the server serves once more, closes the client's files and
- * unmounts. The region is allocated to its exact size (ASan sees overruns).
+ * unmounts. The region ends exactly where the memory does (ASan, or a guard
+ * page without it: tests/test_ur_inproc.h), so any overrun is reported.
  * Findings: a crash, a sanitizer report, an unmount that fails or an image
  * that fsck does not find clean (fuzz_server_input returns nonzero: the
  * target aborts). Every step is bounded: no input can hang.

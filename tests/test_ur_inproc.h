@@ -2,8 +2,10 @@
  * test_ur_inproc.h - simplefs_server's dispatch loop run in-process, for the
  * tests and the fuzzer that put something under it the real server cannot
  * have (a fault-injecting device, a memory image) or need every SQE served
- * deterministically: the region lives in ordinary memory allocated to its
- * exact size (so ASan sees any access past it), is attached with
+ * deterministically: the region lives in ordinary memory that ends exactly
+ * where it does - allocated to its exact size under ASan (which then sees
+ * any access past it), else placed right before an inaccessible guard page
+ * (so an overrun faults in a plain build too) - is attached with
  * ur_server_attach like the real one, and each ur_server_poll() serves what
  * is pending. The backend is SimpleFS on a struct sfs the caller mounted.
  * No doorbells, no liveness socket. Header only; every helper fails the test
@@ -18,10 +20,20 @@
 
 extern const struct ur_backend_ops ur_backend_sfs;
 
+#if defined(__SANITIZE_ADDRESS__)
+#define INPROC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define INPROC_ASAN 1
+#endif
+#endif
+
 struct inproc {
 	struct ur_server s;
 	uint8_t *base;
 	uint64_t size;
+	uint8_t *map;                    /* without ASan: the mapping, guard page last */
+	size_t maplen;
 	uint32_t sq_tail, cq_head;       /* the client's private counters */
 	uint64_t data_next;              /* bump allocator in the data area */
 };
@@ -35,8 +47,19 @@ static inline int inproc_attach(struct inproc *ip, const struct ur_region_hdr *g
 	char err[128];
 	memset(ip, 0, sizeof(*ip));
 	ip->size = size;
+#ifdef INPROC_ASAN
 	if (posix_memalign((void **)&ip->base, 4096, size ? size : 1))
 		FAIL("out of memory");
+#else
+	/* The region's end on the guard page's start; its start 64-byte aligned
+	 * (so a size that is not a multiple of 64 leaves a little slack). */
+	uint64_t span = (size + 63) & ~63ull;
+	ip->maplen = (size_t)((span + 4095) & ~4095ull) + 4096;
+	ip->map = mmap(NULL, ip->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ip->map == MAP_FAILED || mprotect(ip->map + ip->maplen - 4096, 4096, PROT_NONE))
+		FAIL("mmap: %s", strerror(errno));
+	ip->base = ip->map + ip->maplen - 4096 - span;
+#endif
 	memset(ip->base, 0, size);
 	memcpy(ip->base, g, size < sizeof(*g) ? size : sizeof(*g));
 	int r = ur_server_attach(&ip->s, ip->base, size, err, sizeof(err));
@@ -61,7 +84,11 @@ static inline void inproc_start(struct inproc *ip, struct sfs *fs, uint32_t sqn,
 static inline void inproc_fini(struct inproc *ip)
 {
 	ur_server_close_files(&ip->s);
+#ifdef INPROC_ASAN
 	free(ip->base);
+#else
+	munmap(ip->map, ip->maplen);
+#endif
 	ip->base = NULL;
 }
 
