@@ -9,8 +9,14 @@
  * another commit fine; the server unmounts cleanly;
  * the image is fsck-clean and holds the fsynced file. Then `sfs put` of a
  * file too big for the host says "No space left on device", exits 1 and
- * leaves an fsck-clean image whose earlier files are intact. */
+ * leaves an fsck-clean image whose earlier files are intact. Last, an O_DIRECT
+ * image: a file whose blocks are punched holes on the host (a write far past
+ * its start), the host filled up, and an in-place overwrite - which the server
+ * sends to the kernel's AIO - completes with -ENOSPC from the AIO completion;
+ * the server goes on (an AIO read, FSYNC), and once the host has room the same
+ * write succeeds (a host without O_DIRECT on tmpfs: SKIP-PART). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "ur_abi.h"
 #include "ur_fs.h"
 
 #include "testutil.h"
@@ -56,6 +63,80 @@ static struct urfs_sqe *sqe(void)
 	struct urfs_sqe *s = urfs_get_sqe(&ring);
 	CHECK(s != NULL);
 	return s;
+}
+
+/* O_DIRECT: an AIO overwrite of punched blocks on a full host. */
+static void direct_part(const char *old)
+{
+	static char abuf[8192] __attribute__((aligned(4096)));
+	char img2[96], filler[96];
+	CHECK(unlink(old) == 0);                     /* room for a new image */
+	snprintf(img2, sizeof img2, "%s/direct.sfs", dir);
+	snprintf(filler, sizeof filler, "%s/filler", dir);
+	CHECK_EQ(sfs_format(img2, 64u << 20, 64), 0);
+	struct urfs_params p = { .image = img2, .flags = URFS_SETUP_DIRECT };
+	int r = urfs_queue_init_params(8, &ring, &p);
+	if (r < 0) {
+		printf("SKIP-PART O_DIRECT on tmpfs: %s (%s)\n", strerror(-r), p.errmsg);
+		return;
+	}
+	struct urfs_sqe *s = sqe();
+	urfs_prep_openat(s, "holes", URFS_O_CREAT);
+	int fd = one(s);
+	CHECK(fd >= 0);
+	memset(abuf, 'h', sizeof abuf);
+	urfs_prep_write(s = sqe(), fd, abuf, 4096, (1u << 20) - 4096);   /* blocks 0..254 punched */
+	CHECK_EQ(one(s), 4096);
+	urfs_prep_fsync(s = sqe(), fd, 0);
+	CHECK_EQ(one(s), 0);
+	const struct ur_region_hdr *h = (const struct ur_region_hdr *)ring.region;
+	uint64_t aio0 = h->server_aio_reads;
+	urfs_prep_read(s = sqe(), fd, abuf, 4096, (1u << 20) - 4096);   /* aligned: by AIO */
+	CHECK_EQ(one(s), 4096);
+	CHECK(abuf[0] == 'h');
+	if (h->server_aio_reads == aio0) {
+		printf("SKIP-PART O_DIRECT AIO: the server has no kernel AIO here\n");
+		urfs_queue_exit(&ring);
+		return;
+	}
+	/* fill the host */
+	int hf = open(filler, O_WRONLY | O_CREAT, 0600);
+	CHECK(hf >= 0);
+	static char junk[65536];
+	while (write(hf, junk, sizeof junk) > 0)
+		;
+	while (write(hf, junk, 512) > 0)
+		;
+	CHECK(close(hf) == 0);
+	memset(abuf, 'o', sizeof abuf);
+	urfs_prep_write(s = sqe(), fd, abuf, 8192, 0);   /* in place, aligned: AIO into holes */
+	int32_t res = one(s);
+	if (res != -ENOSPC)
+		FAIL("an AIO overwrite of punched blocks on a full host returned %d (%s)", res,
+		     res < 0 ? strerror(-res) : "");
+	urfs_prep_nop(s = sqe());
+	CHECK_EQ(one(s), 0);
+	urfs_prep_read(s = sqe(), fd, abuf, 4096, (1u << 20) - 4096);
+	CHECK_EQ(one(s), 4096);
+	CHECK(abuf[0] == 'h');
+	urfs_prep_fsync(s = sqe(), fd, 0);
+	CHECK_EQ(one(s), 0);
+	CHECK(unlink(filler) == 0);                   /* room again: the same write works */
+	memset(abuf, 'o', sizeof abuf);
+	urfs_prep_write(s = sqe(), fd, abuf, 8192, 0);
+	CHECK_EQ(one(s), 8192);
+	urfs_prep_fsync(s = sqe(), fd, 0);
+	CHECK_EQ(one(s), 0);
+	urfs_queue_exit(&ring);
+	FSCK_CLEAN(img2);
+	struct sfs *fs = MOUNT_OR_DIE(img2);
+	int f = sfs_file_open(fs, "holes", SFS_O_RDONLY);
+	CHECK(f >= 0);
+	CHECK_EQ(sfs_file_pread(fs, f, abuf, 8192, 0), 8192);
+	CHECK(abuf[0] == 'o' && abuf[8191] == 'o');
+	sfs_file_close(fs, f);
+	CHECK_EQ(sfs_unmount(fs), 0);
+	printf("O_DIRECT: an AIO overwrite on a full host completed with -ENOSPC; retried once there was room\n");
 }
 
 int main(void)
@@ -167,6 +248,7 @@ int main(void)
 	} else {
 		printf("SKIP-PART sfs put: UR_BIN is not set (run through tests/run.sh)\n");
 	}
+	direct_part(img);
 	printf("ok\n");
 	return 0;
 }
