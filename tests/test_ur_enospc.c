@@ -65,6 +65,18 @@ static struct urfs_sqe *sqe(void)
 	return s;
 }
 
+/* After the server is gone: the image is fsck-clean; the first 8 KiB of name. */
+static void read_back(const char *image, const char *name, char *buf)
+{
+	FSCK_CLEAN(image);
+	struct sfs *fs = MOUNT_OR_DIE(image);
+	int fd = sfs_file_open(fs, name, SFS_O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_pread(fs, fd, buf, 8192, 0), 8192);
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+	CHECK_EQ(sfs_unmount(fs), 0);
+}
+
 /* O_DIRECT: an AIO overwrite of punched blocks on a full host. */
 static void direct_part(const char *old)
 {
@@ -128,14 +140,8 @@ static void direct_part(const char *old)
 	urfs_prep_fsync(s = sqe(), fd, 0);
 	CHECK_EQ(one(s), 0);
 	urfs_queue_exit(&ring);
-	FSCK_CLEAN(img2);
-	struct sfs *fs = MOUNT_OR_DIE(img2);
-	int f = sfs_file_open(fs, "holes", SFS_O_RDONLY);
-	CHECK(f >= 0);
-	CHECK_EQ(sfs_file_pread(fs, f, abuf, 8192, 0), 8192);
+	read_back(img2, "holes", abuf);
 	CHECK(abuf[0] == 'o' && abuf[8191] == 'o');
-	sfs_file_close(fs, f);
-	CHECK_EQ(sfs_unmount(fs), 0);
 	printf("O_DIRECT: an AIO overwrite on a full host completed with -ENOSPC; retried once there was room\n");
 }
 
@@ -212,14 +218,9 @@ int main(void)
 	urfs_prep_fsync(s = sqe(), again, 0);
 	CHECK_EQ(one(s), 0);
 	urfs_queue_exit(&ring);                            /* the server unmounts */
-	FSCK_CLEAN(img);
-	struct sfs *fs = MOUNT_OR_DIE(img);
-	int fd = sfs_file_open(fs, "keep", SFS_O_RDONLY);
-	CHECK(fd >= 0);
-	CHECK_EQ(sfs_file_pread(fs, fd, got, 8192, 0), 8192);
+	read_back(img, "keep", got);
 	CHECK(got[0] == 'K' && got[4096] == 'k');
-	sfs_file_close(fs, fd);
-	CHECK_EQ(sfs_unmount(fs), 0);
+	struct sfs *fs;
 
 	/* sfs put of a file the host has no room for */
 	const char *bin = getenv("UR_BIN");
