@@ -5,7 +5,8 @@
 #   make                 build everything (warnings are errors, gcc or clang)
 #   make test            build and run the test suite
 #   make O=build-san SANITIZE=1 test   the same under ASan + UBSan, in build-san/
-#   make fuzz            libFuzzer pass over mount + fsck (clang, FUZZ_TIME seconds)
+#   make fuzz            libFuzzer passes over mount + fsck and over the server's SQE
+#                        path (clang, FUZZ_TIME seconds each)
 #   make mutate          plant each mutant of tests/mutants/ in a scratch copy: each must be killed
 #   make install PREFIX=/usr/local DESTDIR=   (programs, library, headers, man pages)
 #   make deb             Debian packages in $(O)/deb/ (dpkg-buildpackage; debian/)
@@ -40,6 +41,7 @@ URING_SRC  := $(wildcard src/uring/*.c)
 BENCH_SRC  := $(wildcard src/bench/*.c)
 TOOL_SRC   := $(wildcard tools/*.c)
 TEST_SRC   := $(wildcard tests/*.c)
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
 
 SFS_OBJ    := $(SFS_SRC:%.c=$(OBJ)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(OBJ)/%.o)
@@ -48,6 +50,8 @@ URING_OBJ  := $(URING_SRC:%.c=$(OBJ)/%.pic.o)
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(OBJ)/%.o)
 TOOLS      := $(TOOL_SRC:tools/%.c=$(O)/%)
 TESTS      := $(TEST_SRC:tests/%.c=$(OBJ)/t/%)
+# Shared objects the tests LD_PRELOAD into programs (tests/lib/NAME.c -> obj/t/libNAME.so).
+TESTLIBS   := $(TESTLIB_SRC:tests/lib/%.c=$(OBJ)/t/lib%.so)
 
 LIBSFS     := $(OBJ)/libsfs.a
 # The server's parts but main.o: the server links them, and so do the tests that
@@ -72,7 +76,7 @@ BENCH_LIBS := -luring -laio
 
 .PHONY: all progs test check clean install fuzz run deps deb deb-deps mutate
 .SECONDARY:
-all: progs $(TESTS)
+all: progs $(TESTS) $(TESTLIBS)
 progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH)
 
 $(OBJ)/%.o: %.c
@@ -130,6 +134,12 @@ $(URING_TESTS): $(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBURING)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../uring' -o $@ $< -L$(URING_DIR) -l:liburing.so.2 $(LDLIBS_BASE)
 
+# No sanitizer in a preloaded library: it runs inside any program (ASan's
+# runtime must come first in the programs that have it).
+$(OBJ)/t/lib%.so: tests/lib/%.c tests/crash_trace.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
+
 # Both README commands install missing Debian packages first (a no-op when present).
 deps:
 	@sh scripts/install-deps.sh
@@ -146,14 +156,25 @@ run: deps
 	$(MAKE) all
 	O=$(O) sh scripts/demo.sh
 
-fuzz: $(O)/fuzz_sfs
+fuzz: $(O)/fuzz_sfs $(O)/fuzz_server
 	mkdir -p $(O)/fuzz-corpus && cp -n fuzz/corpus/* $(O)/fuzz-corpus/ 2>/dev/null || true
 	$(O)/fuzz_sfs -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 $(O)/fuzz-corpus fuzz/corpus
+	mkdir -p $(O)/fuzz-corpus-server
+	$(O)/fuzz_server -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \
+	  $(O)/fuzz-corpus-server fuzz/corpus_server
 
 $(O)/fuzz_sfs: fuzz/fuzz_sfs.c fuzz/fuzz_steps.h $(SFS_SRC) $(wildcard src/sfs/*.h) include/sfs.h
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ fuzz/fuzz_sfs.c $(SFS_SRC) -pthread
+
+# The server's SQE path in-process (fuzz/fuzz_server_steps.h), without main.c.
+FUZZ_SERVER_SRC := $(filter-out src/server/main.c,$(SERVER_SRC))
+$(O)/fuzz_server: fuzz/fuzz_server.c fuzz/fuzz_server_steps.h tests/test_ur_inproc.h tests/test_ur_raw.h \
+		  $(SFS_SRC) $(FUZZ_SERVER_SRC) $(wildcard src/sfs/*.h src/server/*.h) include/*.h
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -o $@ fuzz/fuzz_server.c $(SFS_SRC) $(FUZZ_SERVER_SRC) -pthread -lrt
 
 # Installed names fit a shared /usr/bin: bench becomes urfs-bench, test_ur_write_v2
 # (an example) stays in the tree, simplefs_server goes to LIBEXECDIR (the library
@@ -184,6 +205,7 @@ deb: deb-deps
 	O=$(O) sh scripts/build-deb.sh
 
 clean:
-	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(URING_DIR) $(O)/fuzz_sfs $(O)/fuzz-corpus $(O)/deb
+	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(URING_DIR) $(O)/fuzz_sfs $(O)/fuzz-corpus \
+	  $(O)/fuzz_server $(O)/fuzz-corpus-server $(O)/deb
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -70,7 +70,25 @@ struct sfs_dev *sfs_faultdev_new(uint64_t size);
 void     sfs_faultdev_arm(struct sfs_dev *dev, uint64_t n);
 void     sfs_faultdev_crash(struct sfs_dev *dev);
 uint64_t sfs_faultdev_writes(const struct sfs_dev *dev);   /* writes so far */
+/* Forget the writes not yet synced without making them durable: reads still
+ * see them, a crash loses them, a later sync does not save them (what Linux
+ * does to dirty pages whose write-back failed). */
+void     sfs_faultdev_forget(struct sfs_dev *dev);
 void     sfs_dev_free(struct sfs_dev *dev);
+/* An error device passes every call to under (closed with it if own) until
+ * armed: then, counting from the arm call, the n-th call among the kinds in
+ * ops (SFS_ERR_*) and the count-1 after it (count 0: every later one) fail
+ * with err (a negative errno: -EIO, -ENOSPC, ...) without reaching under.
+ * n = 0 disarms. Reads never use a mapping, so they can fail too. A failed
+ * sync over a fault device also forgets the writes it was to make durable
+ * (sfs_faultdev_forget: the kernel's "fsyncgate" behaviour).
+ * sfs_errdev_injected() counts the failures injected since creation. */
+#define SFS_ERR_READ  0x1u
+#define SFS_ERR_WRITE 0x2u
+#define SFS_ERR_SYNC  0x4u
+struct sfs_dev *sfs_errdev_new(struct sfs_dev *under, int own);
+void     sfs_errdev_arm(struct sfs_dev *dev, unsigned ops, uint64_t n, uint64_t count, int err);
+uint64_t sfs_errdev_injected(const struct sfs_dev *dev);
 
 /* ---------------------------------------------------------------------------
  * Handle API
@@ -94,7 +112,7 @@ struct sfs;
  * Errors: -EINVAL (size < SFS_MIN_SIZE, max_files > 1048576), -EFBIG (size >
  * SFS_MAX_SIZE), -ENOSPC (max_files leaves < 16 data blocks), -EBUSY (the image
  * is mounted). max_files 0 on a small image gives fewer than 4096 slots: the
- * directory takes at most a quarter of the image (1 MiB: 1984 files). */
+ * directory takes at most a quarter of the image (1 MiB: 1953 files). */
 int sfs_format(const char *path, uint64_t size, uint32_t max_files);
 /* The same, with flags and the mode of a new image file (sfs_format: 0,
  * SFS_DEFAULT_MODE). A new file is created O_EXCL with exactly mode (not
@@ -122,8 +140,19 @@ int sfs_mount(const char *path, unsigned flags, struct sfs **out, char *err, siz
  * fails the device is never closed: the caller still owns it. */
 int sfs_mount_dev(struct sfs_dev *dev, unsigned flags, int own, struct sfs **out,
 		  char *err, size_t errlen);
-/* Commit everything, make it durable, close all files, release the lock. */
+/* Commit everything, make it durable, close all files, release the lock.
+ * Returns the error of a device sync that failed while mounted (docs/FORMAT.md,
+ * "A failed fsync stays failed"), even if everything else went well. */
 int sfs_unmount(struct sfs *fs);
+
+/* What a successful mount had to work around, for the caller to print (the
+ * library never prints). Returns a mask of SFS_WARN_*, 0 if none; msg (may be
+ * NULL) gets a one-line explanation.
+ *   SFS_WARN_BACKUP_SUPER  the primary superblock is damaged: mounted with the
+ *                          backup copy at the end of the image; sfs fsck -y
+ *                          restores the primary. */
+#define SFS_WARN_BACKUP_SUPER 0x1u
+unsigned sfs_mount_warnings(struct sfs *fs, char *msg, size_t len);
 
 /* pid of the process holding the image's lock, 0 if none, or -errno.
  * Reads /proc/locks only; a read-only mount's shared lock counts too. */

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "test_crash_dev.h"
 
 #define DEV_SIZE  (1u << 20)         /* the main scenario's image */
 #define BIG_DEV   (8u << 20)         /* the split-transaction scenario's: J and K need reuse */
@@ -72,140 +73,6 @@ static struct cf F[NF] = {
 	{ .name = "india", .tag = 9 }, { .name = "juliett", .tag = 10 },
 	{ .name = "kilo", .tag = 11 },
 };
-
-/* ---- the reordering crash device (pass 2) ----
- * Reads see every write. A sync makes the writes before it durable, unless
- * the cut has happened. At the cut (the n-th write after arming) and after
- * it nothing more becomes durable; at the crash each 4 KiB piece of each write
- * made since the last sync (and before the cut) is kept or lost at random. */
-struct pw {
-	uint64_t off;
-	size_t len;
-	uint8_t *data;
-};
-struct rdev {
-	struct sfs_dev d;
-	uint8_t *cur, *dur;
-	struct pw *pend;
-	size_t npend, cap;
-	uint64_t writes, cut_at;      /* cut at write cut_at (0: not armed) */
-	uint64_t syncs, cut_sync;     /* or during sync cut_sync (0: not armed) */
-	int cut;
-};
-
-static int r_pread(struct sfs_dev *d, void *buf, size_t len, uint64_t off)
-{
-	struct rdev *r = (struct rdev *)d;
-
-	if (off > d->size || len > d->size - off)
-		return -EIO;
-	memcpy(buf, r->cur + off, len);
-	return 0;
-}
-
-static int r_pwrite(struct sfs_dev *d, const void *buf, size_t len, uint64_t off)
-{
-	struct rdev *r = (struct rdev *)d;
-
-	if (off > d->size || len > d->size - off)
-		return -EIO;
-	r->writes++;
-	if (r->cut_at && r->writes >= r->cut_at)
-		r->cut = 1;
-	memcpy(r->cur + off, buf, len);
-	if (!r->cut) {
-		if (r->npend == r->cap) {
-			r->cap = r->cap ? 2 * r->cap : 64;
-			r->pend = realloc(r->pend, r->cap * sizeof *r->pend);
-			CHECK(r->pend);
-		}
-		r->pend[r->npend].off = off;
-		r->pend[r->npend].len = len;
-		r->pend[r->npend].data = malloc(len ? len : 1);
-		CHECK(r->pend[r->npend].data);
-		memcpy(r->pend[r->npend].data, buf, len);
-		r->npend++;
-	}
-	return 0;
-}
-
-static void r_drop_pending(struct rdev *r)
-{
-	for (size_t i = 0; i < r->npend; i++)
-		free(r->pend[i].data);
-	r->npend = 0;
-}
-
-static int r_sync(struct sfs_dev *d)
-{
-	struct rdev *r = (struct rdev *)d;
-
-	r->syncs++;
-	if (r->cut_sync && r->syncs >= r->cut_sync)
-		r->cut = 1;           /* the power fails while this sync runs */
-	if (r->cut)
-		return 0;
-	for (size_t i = 0; i < r->npend; i++)
-		memcpy(r->dur + r->pend[i].off, r->pend[i].data, r->pend[i].len);
-	r_drop_pending(r);
-	return 0;
-}
-
-static void r_close(struct sfs_dev *d)
-{
-	struct rdev *r = (struct rdev *)d;
-
-	r_drop_pending(r);
-	free(r->pend);
-	free(r->cur);
-	free(r->dur);
-	free(r);
-}
-
-static struct sfs_dev *rdev_new(uint64_t size)
-{
-	struct rdev *r = calloc(1, sizeof *r);
-
-	CHECK(r);
-	r->cur = calloc(1, size);
-	r->dur = calloc(1, size);
-	CHECK(r->cur && r->dur);
-	r->d.pread = r_pread;
-	r->d.pwrite = r_pwrite;
-	r->d.sync = r_sync;
-	r->d.close = r_close;
-	r->d.size = size;
-	r->d.map = r->cur;
-	r->d.fd = -1;
-	r->d.direct = 0;
-	return &r->d;
-}
-
-/* The crash: of the writes made since the last sync (and before the cut), a
- * random subset of pieces of `piece` bytes reaches the disk (4096: blocks;
- * 512: sectors, so one 4 KiB block can be torn), each piece on its own coin.
- * Writes are applied in order, so a lost piece of a later write can leave an
- * earlier write's bytes there, as a disk that flushed its cache part way would. */
-static void rdev_crash(struct sfs_dev *d, uint64_t seed, size_t piece)
-{
-	struct rdev *r = (struct rdev *)d;
-	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-
-	for (size_t i = 0; i < r->npend; i++) {
-		struct pw *p = &r->pend[i];
-
-		for (size_t k = 0; k < p->len; k += piece) {
-			size_t n = p->len - k < piece ? p->len - k : piece;
-
-			if (tu_xorshift64(&x) & 1)
-				memcpy(r->dur + p->off + k, p->data + k, n);
-		}
-	}
-	r_drop_pending(r);
-	memcpy(r->cur, r->dur, d->size);
-	r->cut = 0;
-	r->cut_at = r->cut_sync = 0;
-}
 
 /* The run in progress. */
 static struct sfs_dev *dev;

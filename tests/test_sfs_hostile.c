@@ -81,6 +81,7 @@ struct outcome {
 	unsigned recheck_found;
 	int remount_rc;
 	char remount_err[256];
+	unsigned warn, rewarn;     /* sfs_mount_warnings() of the mount, the remount */
 };
 
 static void msg_sink(void *arg, const char *text)
@@ -124,6 +125,7 @@ static void run_lib(const uint8_t *image, uint64_t devsize, struct outcome *o)
 	CHECK(dev);
 	o->mount_rc = sfs_mount_dev(dev, 0, 0, &fs, o->mount_err, sizeof o->mount_err);
 	if (o->mount_rc == 0) {
+		o->warn = sfs_mount_warnings(fs, NULL, 0);
 		read_all(fs);
 		CHECK_EQ(sfs_unmount(fs), 0);
 	}
@@ -152,10 +154,24 @@ static void run_lib(const uint8_t *image, uint64_t devsize, struct outcome *o)
 	o->recheck_found = res.errors_found;
 	o->remount_rc = sfs_mount_dev(dev, 0, 0, &fs, o->remount_err, sizeof o->remount_err);
 	if (o->remount_rc == 0) {
+		o->rewarn = sfs_mount_warnings(fs, NULL, 0);
 		read_all(fs);
 		CHECK_EQ(sfs_unmount(fs), 0);
 	}
 	sfs_dev_free(dev);
+}
+
+/* fsck reported errors, fsck -y fixed them all, and a recheck is clean. */
+static void expect_fixed(const char *what, const struct outcome *o)
+{
+	if (o->fsck_rc != 0 || o->found == 0)
+		FAIL("%s: fsck returned %d with %u errors, expected errors", what, o->fsck_rc, o->found);
+	if (o->repair_rc != 0 || o->rfound == 0 || o->rfixed != o->rfound)
+		FAIL("%s: fsck -y returned %d, found %u, fixed %u", what, o->repair_rc, o->rfound,
+		     o->rfixed);
+	if (o->recheck_rc != 0 || o->recheck_found != 0)
+		FAIL("%s: after fsck -y, a check returned %d with %u errors", what, o->recheck_rc,
+		     o->recheck_found);
 }
 
 /* A damaged image that mount refuses with rc/why, fsck reports, fsck -y
@@ -169,16 +185,30 @@ static void expect_repairable(const char *what, int rc, const char *why)
 		FAIL("%s: mount returned %d (%s), expected %d", what, o.mount_rc, o.mount_err, rc);
 	if (why && !strstr(o.mount_err, why))
 		FAIL("%s: mount said '%s', expected it to say '%s'", what, o.mount_err, why);
-	if (o.fsck_rc != 0 || o.found == 0)
-		FAIL("%s: fsck returned %d with %u errors, expected errors", what, o.fsck_rc, o.found);
-	if (o.repair_rc != 0 || o.rfound == 0 || o.rfixed != o.rfound)
-		FAIL("%s: fsck -y returned %d, found %u, fixed %u", what, o.repair_rc, o.rfound, o.rfixed);
-	if (o.recheck_rc != 0 || o.recheck_found != 0)
-		FAIL("%s: after fsck -y, a check returned %d with %u errors", what, o.recheck_rc,
-		     o.recheck_found);
+	expect_fixed(what, &o);
 	if (o.remount_rc != 0)
 		FAIL("%s: after fsck -y, mount failed: %s", what, o.remount_err);
 }
+
+/* A damaged primary superblock: mount uses the backup and warns, fsck reports,
+ * fsck -y restores the primary (a recheck is clean, a remount does not warn). */
+static void expect_backup(const char *what)
+{
+	struct outcome o;
+
+	run_lib(img, IMG_SIZE, &o);
+	if (o.mount_rc != 0 || o.warn != SFS_WARN_BACKUP_SUPER)
+		FAIL("%s: mount returned %d (%s), warnings %#x; expected the backup", what, o.mount_rc,
+		     o.mount_err, o.warn);
+	expect_fixed(what, &o);
+	if (o.remount_rc != 0 || o.rewarn)
+		FAIL("%s: after fsck -y, mount returned %d (%s), warnings %#x", what, o.remount_rc,
+		     o.remount_err, o.rewarn);
+}
+
+/* The backup superblock (the image's last block) is gone: an image made
+ * before backups existed, or one whose end is damaged too. */
+static void nobackup(void) { memset(blk(IMG_SIZE / BS - 1), 0, BS); }
 
 /* An image mount and fsck must refuse outright (not an image, etc.). */
 static void expect_refused(const char *what, uint64_t devsize, int rc, const char *why)
@@ -243,7 +273,7 @@ static void make_base(void)
 	dir_start = get32(base + 36);
 	dir_blocks = get32(base + 40);
 	data_start = get32(base + 44);
-	CHECK_EQ(total, IMG_SIZE / BS);
+	CHECK_EQ(total, IMG_SIZE / BS - 1);   /* the last block: the backup superblock */
 	CHECK_EQ(get32(base + 12), BS);
 	CHECK_EQ(fat_start, jstart + jblocks);
 	CHECK_EQ(dir_start, fat_start + fat_blocks);
@@ -286,29 +316,29 @@ int main(void)
 	reset();
 	expect_clean("the pristine image");
 
-	/* superblock */
+	/* superblock: each damage is refused without a backup, and mounts with
+	 * the backup (fsck -y restores the primary) */
+#define SB_CASE(what, rc, why, damage) do { \
+		reset(); nobackup(); damage; expect_refused(what, IMG_SIZE, rc, why); \
+		reset(); damage; expect_backup(what); } while (0)
+	SB_CASE("bad magic", -EMEDIUMTYPE, "not a SimpleFS image", img[0] ^= 0xFF);
+	SB_CASE("version 99", -EPROTONOSUPPORT, NULL, (set32(img + 8, 99), seal(0)));
+	SB_CASE("superblock checksum", -EUCLEAN, "checksum", img[70] ^= 1);   /* uuid, no reseal */
+	SB_CASE("inconsistent geometry", -EUCLEAN, NULL, (set32(img + 32, fat_blocks + 1), seal(0)));
+	SB_CASE("block size 512", -EUCLEAN, NULL, (set32(img + 12, 512), seal(0)));
+	SB_CASE("2^32-1 blocks", -EUCLEAN, NULL, (set32(img + 16, 0xFFFFFFFFu), seal(0)));
+	SB_CASE("reserved byte", -EUCLEAN, "reserved", (img[2000] = 1, seal(0)));
+	SB_CASE("whole superblock zeroed", -EMEDIUMTYPE, NULL, memset(img, 0, BS));
 	reset();
-	img[0] ^= 0xFF;
-	expect_refused("bad magic", IMG_SIZE, -EMEDIUMTYPE, "not a SimpleFS image");
-	reset();
-	set32(img + 8, 99);
-	seal(0);
-	expect_refused("version 99", IMG_SIZE, -EPROTONOSUPPORT, NULL);
-	reset();
-	img[70] ^= 1;                          /* in the uuid, no reseal */
-	expect_refused("superblock checksum", IMG_SIZE, -EUCLEAN, "checksum");
-	reset();
-	set32(img + 32, fat_blocks + 1);       /* FAT size disagrees */
-	seal(0);
-	expect_refused("inconsistent geometry", IMG_SIZE, -EUCLEAN, NULL);
-	reset();
-	set32(img + 12, 512);
-	seal(0);
-	expect_refused("block size 512", IMG_SIZE, -EUCLEAN, NULL);
-	reset();
-	set32(img + 16, 0xFFFFFFFFu);
-	seal(0);
-	expect_refused("2^32-1 blocks", IMG_SIZE, -EUCLEAN, NULL);
+	memcpy(blk(total), blk(total - 1), BS);   /* a backup that is not one: fsck -y rewrites it */
+	{
+		struct outcome o;
+
+		run_lib(img, IMG_SIZE, &o);
+		if (o.mount_rc != 0 || o.warn || o.found != 1 || o.rfixed != 1 || o.recheck_found)
+			FAIL("damaged backup: mount %d warn %#x, fsck found %u, fixed %u, then %u",
+			     o.mount_rc, o.warn, o.found, o.rfixed, o.recheck_found);
+	}
 	reset();
 	expect_refused("device smaller than the geometry", IMG_SIZE / 2, -EUCLEAN, NULL);
 	reset();
@@ -712,9 +742,12 @@ int main(void)
 			else
 				refused++;
 			/* a damaged block left with a bad trailer is refused, except the
-			 * journal header: invalid means nothing committed (FORMAT.md) */
-			if (i % 7 == 0 && b != jstart && o.mount_rc == 0)
-				FAIL("random damage %u: block %u with a bad checksum mounted", i, b);
+			 * journal header (invalid means nothing committed) and the
+			 * superblock, whose backup then mounts with its warning (FORMAT.md) */
+			if (i % 7 == 0 && b != jstart && o.mount_rc == 0 &&
+			    !(b == 0 && (o.warn & SFS_WARN_BACKUP_SUPER)))
+				FAIL("random damage %u: block %u with a bad checksum mounted%s", i, b,
+				     b == 0 ? " without the backup superblock's warning" : "");
 			if (o.mount_rc != 0 && o.mount_rc != -EUCLEAN && o.mount_rc != -EMEDIUMTYPE &&
 			    o.mount_rc != -EPROTONOSUPPORT)
 				FAIL("random damage %u (block %u): mount returned %d (%s)", i, b, o.mount_rc,

@@ -238,6 +238,8 @@ static int mount_image(const char *path, unsigned flags, struct sfs **fs)
 
 	if (r < 0)
 		err_msg("%s: %s", path, err[0] ? err : strerror(-r));
+	else if (sfs_mount_warnings(*fs, err, sizeof err))
+		err_msg("%s: warning: %s; run sfs fsck -y", path, err);
 	return r;
 }
 

@@ -33,7 +33,9 @@ struct ur_extent {
 
 struct ur_backend_ops {
 	const char *name;
-	/* Mount. On failure returns -errno and writes a one-line reason to err. */
+	/* Mount. On failure returns -errno and writes a one-line reason to err;
+	 * on success err is empty or holds a warning for the server to print
+	 * (e.g. mounted with the backup superblock). */
 	int     (*init)(const struct ur_backend_conf *conf, void **state, char *err, size_t errlen);
 	/* Close every file, make everything durable, release the image. */
 	int     (*fini)(void *st);

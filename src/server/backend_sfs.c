@@ -32,6 +32,7 @@ static int sfs_be_init(const struct ur_backend_conf *conf, void **st, char *err,
 			snprintf(err, errlen, "%s", strerror(-r));
 		return r;
 	}
+	sfs_mount_warnings(fs, err, errlen);
 	*st = fs;
 	return 0;
 }

@@ -162,6 +162,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "simplefs_server: %s: %s\n", conf.image, err[0] ? err : strerror(-r));
 			return 1;
 		}
+		if (err[0])
+			fprintf(stderr, "simplefs_server: %s: warning: %s\n", conf.image, err);
 		r = be->fini(bst);
 		if (r < 0) {
 			fprintf(stderr, "simplefs_server: %s: unmount: %s\n", conf.image, strerror(-r));
@@ -257,6 +259,8 @@ int main(int argc, char **argv)
 		hello(live, r, err[0] ? err : strerror(-r));
 		return 1;
 	}
+	if (err[0])
+		fprintf(stderr, "simplefs_server: %s: warning: %s\n", conf.image, err);
 	s.bst = bst;
 	if (conf.direct && aio) {
 		r = ur_aio_init(&s);

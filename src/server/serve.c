@@ -420,6 +420,15 @@ static uint32_t serve_batch(struct ur_server *s)
 	return i;
 }
 
+uint32_t ur_server_poll(struct ur_server *s)
+{
+	if (s->broken)
+		return 0;
+	if (s->aio_inflight && ur_aio_reap(s, 0))
+		publish_cq(s);
+	return serve_batch(s);
+}
+
 /* Returns 1 if the client is gone (EOF/hangup on the liveness socket). */
 static int client_gone(short revents, int live)
 {

@@ -101,6 +101,10 @@ int  ur_doorbell_drain(int fd);
 int  ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *err, size_t errlen);
 /* Serve until the client goes away (or a stop signal). Returns 0. */
 int  ur_server_run(struct ur_server *s);
+/* One pass of the loop without spinning or sleeping: serve the SQEs pending
+ * now (as many as the CQ has room for); returns how many were taken. For
+ * drivers that run the server in-process (tests/test_ur_inproc.h, the fuzzer). */
+uint32_t ur_server_poll(struct ur_server *s);
 /* Close the client's files. */
 void ur_server_close_files(struct ur_server *s);
 

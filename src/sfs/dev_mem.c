@@ -151,6 +151,13 @@ SFS_EXPORT void sfs_faultdev_crash(struct sfs_dev *dev)
 	m->arm_at = 0;
 }
 
+SFS_EXPORT void sfs_faultdev_forget(struct sfs_dev *dev)
+{
+	struct memdev *m = as_fault(dev);
+	if (m)
+		memset(m->dirty, 0, (size_t)m->nblk);
+}
+
 SFS_EXPORT uint64_t sfs_faultdev_writes(const struct sfs_dev *dev)
 {
 	const struct memdev *m = as_fault(dev);

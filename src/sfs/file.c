@@ -277,11 +277,23 @@ SFS_EXPORT int sfs_unmount(struct sfs *fs)
 	}
 	if ((r2 = sfs_finish(fs)) && !r)
 		r = r2;
+	if (!r && !fs->rdonly)
+		r = atomic_load(&fs->sync_err);
 	unlock(fs);
 	if (fs->own)
 		fs->dev->close(fs->dev);
 	fs_destroy(fs);
 	return r;
+}
+
+SFS_EXPORT unsigned sfs_mount_warnings(struct sfs *fs, char *msg, size_t len)
+{
+	if (msg && len)
+		msg[0] = 0;
+	if (!fs || !fs->warn[0])
+		return 0;
+	sfs_seterr(msg, len, "%s", fs->warn);
+	return SFS_WARN_BACKUP_SUPER;
 }
 
 SFS_EXPORT int sfs_image_fd(struct sfs *fs, int *direct)
@@ -305,7 +317,9 @@ SFS_EXPORT int sfs_sync(struct sfs *fs)
 		uint64_t seq = fs->seq;
 		r = sfs_commit(fs);
 		if (!r && fs->seq == seq)
-			r = fs->dev->sync(fs->dev);   /* data only */
+			r = sfs_dev_sync(fs);   /* data only */
+		if (!r)
+			r = atomic_load(&fs->sync_err);   /* an earlier sync failed */
 	}
 	unlock(fs);
 	return r;
@@ -584,6 +598,7 @@ static ssize_t file_write(struct sfs *fs, int fd, const void *buf, size_t len,
 		/* In place: no metadata change but the mtime. */
 		int r = file_write_blocks(fs, of, buf, len, off);
 		if (!r) {
+			sfs_note_write(fs, of);
 			atomic_store(&of->mtime, sfs_now_ns());
 			atomic_store(&of->mdirty, 1);
 			if (at_pos)
@@ -613,6 +628,8 @@ static ssize_t file_write(struct sfs *fs, int fd, const void *buf, size_t len,
 			if (len > MAX_FILE_SIZE - off)
 				len = (size_t)(MAX_FILE_SIZE - off);
 			n = write_locked(fs, of, buf, len, off);
+			if (n > 0)
+				sfs_note_write(fs, of);
 		}
 		if (n > 0 && (at_pos || (h->flags & SFS_O_APPEND)))
 			atomic_store(&h->pos, off + (uint64_t)n);
@@ -861,6 +878,13 @@ SFS_EXPORT int sfs_unlink(struct sfs *fs, const char *name)
 	return r;
 }
 
+/* What an fsync of h returns once its own sync went well: the write-back
+ * error an earlier failed sync left on the file, if any (sticky). */
+static int fsync_result(struct sfs_handle *h, int r)
+{
+	return r ? r : atomic_load(&h->of->werr);
+}
+
 SFS_EXPORT int sfs_file_fsync(struct sfs *fs, int fd)
 {
 	if (!fs)
@@ -870,21 +894,22 @@ SFS_EXPORT int sfs_file_fsync(struct sfs *fs, int fd)
 	 * set by in-place writes waits for the next commit (as fdatasync). */
 	rdlock(fs);
 	int r;
-	if (!get_handle(fs, fd))
+	struct sfs_handle *h = get_handle(fs, fd);
+	if (!h)
 		r = -EBADF;
 	else if (fs->rdonly)
 		r = 0;
 	else if (fs->failed)
 		r = -EIO;
 	else if (fs->ndirty == 0)
-		r = fs->dev->sync(fs->dev);
+		r = fsync_result(h, sfs_dev_sync(fs));
 	else
 		r = 1;
 	unlock(fs);
 	if (r <= 0)
 		return r;
 	wrlock(fs);
-	if (!get_handle(fs, fd)) {
+	if (!(h = get_handle(fs, fd))) {
 		r = -EBADF;
 	} else if (fs->failed) {
 		r = -EIO;
@@ -892,7 +917,8 @@ SFS_EXPORT int sfs_file_fsync(struct sfs *fs, int fd)
 		uint64_t seq = fs->seq;
 		r = sfs_commit(fs);
 		if (!r && fs->seq == seq)
-			r = fs->dev->sync(fs->dev);
+			r = sfs_dev_sync(fs);
+		r = fsync_result(h, r);
 	}
 	unlock(fs);
 	return r;
@@ -1061,6 +1087,7 @@ SFS_EXPORT int sfs_file_map_write(struct sfs *fs, int fd, uint64_t off, uint64_t
 	if (pos < end) {
 		count = 0;            /* too fragmented for max extents */
 	} else {
+		sfs_note_write(fs, of);   /* the caller writes before any fsync */
 		atomic_store(&of->mtime, sfs_now_ns());
 		atomic_store(&of->mdirty, 1);
 	}

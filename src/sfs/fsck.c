@@ -34,6 +34,8 @@ SFS_EXPORT int sfs_fsck_dev(struct sfs_dev *dev, int repair, struct sfs_fsck_res
 				r = sfs_free_orphan(fs, s);
 		if (!r)
 			r = sfs_finish(fs);
+		if (!r)
+			r = sfs_super_repair(fs);
 		if (r) {
 			sfs_seterr(err, errlen, "cannot write repairs: %s", strerror(-r));
 			c.fixed = 0;

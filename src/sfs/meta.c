@@ -45,7 +45,7 @@ int sfs_format_geometry(uint64_t size, uint32_t max_files, struct sfs_super_disk
 		return -EINVAL;
 	if (size > SFS_MAX_SIZE)
 		return -EFBIG;
-	uint64_t total = size / BS;
+	uint64_t total = size / BS - 1;   /* the last block holds the backup superblock */
 	if (total > MAX_BLOCKS)
 		total = MAX_BLOCKS;
 	uint64_t jcap = total / 128;
@@ -87,6 +87,16 @@ int sfs_format_geometry(uint64_t size, uint32_t max_files, struct sfs_super_disk
 }
 
 #define FMT_CHUNK 64u
+
+/* Write sb as the superblock copy at block home (0: the primary; total_blocks:
+ * the backup), sealed with that home. buf: one aligned block of scratch. */
+int sfs_super_write(struct sfs_dev *dev, const struct sfs_super_disk *sb, uint32_t home, uint8_t *buf)
+{
+	memset(buf, 0, BS);
+	memcpy(buf, sb, sizeof *sb);
+	sfs_block_seal(buf, home);
+	return sfs_io_write(dev, buf, BS, (uint64_t)home * BS);
+}
 
 int sfs_format_write(struct sfs_dev *dev, const struct sfs_super_disk *sb)
 {
@@ -131,11 +141,12 @@ int sfs_format_write(struct sfs_dev *dev, const struct sfs_super_disk *sb)
 	}
 	if ((r = dev->sync(dev)))
 		goto out;
-	/* The superblock last: a torn format is not an image. */
-	memset(buf, 0, BS);
-	memcpy(buf, sb, sizeof *sb);
-	sfs_block_seal(buf, 0);
-	if ((r = sfs_io_write(dev, buf, BS, 0)))
+	/* The superblocks last: a torn format is not an image. The backup
+	 * (when the device has room for it) goes first. */
+	if ((uint64_t)sb->total_blocks * BS + BS <= dev->size &&
+	    (r = sfs_super_write(dev, sb, sb->total_blocks, buf)))
+		goto out;
+	if ((r = sfs_super_write(dev, sb, 0, buf)))
 		goto out;
 	r = dev->sync(dev);
 out:
@@ -205,6 +216,31 @@ static int open_for_format(const char *path, unsigned flags, unsigned mode, int 
 	return fd;
 }
 
+/* fsync the directory that holds path, so a new name survives a power cut.
+ * A directory that cannot be fsynced (EINVAL: some file systems) is let be. */
+static int sync_parent(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+	if (n >= sizeof dir)
+		return -ENAMETOOLONG;
+	if (!slash)
+		memcpy(dir, ".", 2);
+	else if (n == 0)
+		memcpy(dir, "/", 2);
+	else {
+		memcpy(dir, path, n);
+		dir[n] = 0;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int r = fsync(dfd) < 0 && errno != EINVAL ? -errno : 0;
+	close(dfd);
+	return r;
+}
+
 SFS_EXPORT int sfs_format(const char *path, uint64_t size, uint32_t max_files)
 {
 	return sfs_format_ex(path, size, max_files, 0, SFS_DEFAULT_MODE);
@@ -228,9 +264,19 @@ SFS_EXPORT int sfs_format_ex(const char *path, uint64_t size, uint32_t max_files
 		r = -errno;
 		goto fail;
 	}
-	uint64_t bytes = (uint64_t)sb.total_blocks * BS;
+	uint64_t bytes = (uint64_t)sb.total_blocks * BS + BS;   /* + the backup superblock */
 	/* Drop the old contents, then size it sparse. */
 	if (S_ISREG(st.st_mode) && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0)) {
+		r = -errno;
+		goto fail;
+	}
+	/* Give the journal its disk space now, so that on a full host file
+	 * system only data writes can fail with ENOSPC, never a commit (FAT,
+	 * directory and superblocks are written below, so they have theirs).
+	 * A file system without fallocate keeps the journal sparse. */
+	if (S_ISREG(st.st_mode) &&
+	    fallocate(fd, 0, (off_t)sb.journal_start * BS, (off_t)sb.journal_blocks * BS) < 0 &&
+	    errno != EOPNOTSUPP && errno != ENOSYS) {
 		r = -errno;
 		goto fail;
 	}
@@ -238,6 +284,12 @@ SFS_EXPORT int sfs_format_ex(const char *path, uint64_t size, uint32_t max_files
 	if ((r = sfs_filedev_from_fd(fd, bytes, &dev)))
 		goto fail;
 	r = sfs_format_write(dev, &sb);
+	/* Durable creation: the image's size and inode (fsync, not fdatasync),
+	 * then its name in the parent directory. */
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	if (!r)
+		r = sync_parent(path);
 	dev->close(dev);
 	return r;
 fail:
@@ -345,6 +397,51 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * Sync the device and remember a failure, because the kernel does not: after
+ * a failed fdatasync the image's dirty pages may be dropped and marked clean,
+ * and the next fdatasync returns 0 although the data never reached the disk
+ * (PostgreSQL's "fsyncgate"). So every open file written since the last good
+ * sync keeps the error (werr) and the mount does (sync_err). A write stamps
+ * its file with the epoch current when its data was written; the sync takes
+ * the next epoch first, so a write stamped with an epoch <= ours was written
+ * before this sync began, and one that races with it is counted with the
+ * next. Callers hold the fs lock, shared or exclusive (open_list is stable).
+ * A failed sync may also lose metadata written since the last good one: the
+ * last commit's installs. The journal header still names that transaction,
+ * so before anything may replace the header (the next commit, unmount) it is
+ * installed again from the journal and synced (reinstall()). (Inside a
+ * commit a failed sync fails the mount anyway; and a data-only fsync runs
+ * with no transaction pending, so no uncommitted allocation depends on lost
+ * data.)
+ */
+int sfs_dev_sync(struct sfs *fs)
+{
+	uint64_t good = atomic_load(&fs->synced_epoch);
+	uint64_t e = atomic_fetch_add(&fs->sync_epoch, 1);
+	int r = fs->dev->sync(fs->dev);
+	if (r == 0) {
+		atomic_store(&fs->installs_unsynced, 0);
+		uint64_t s = good;
+		while (s < e && !atomic_compare_exchange_weak(&fs->synced_epoch, &s, e))
+			;
+		return 0;
+	}
+	int zero = 0;
+	atomic_compare_exchange_strong(&fs->sync_err, &zero, r);
+	/* The last commit's installs may be lost with the rest: the journal
+	 * still holds them; the next commit installs them again first. */
+	if (atomic_load(&fs->installs_unsynced))
+		atomic_store(&fs->reinstall, 1);
+	for (struct sfs_ofile *of = fs->open_list; of; of = of->next) {
+		uint64_t w = atomic_load(&of->wgen);
+		zero = 0;
+		if (w > good && w <= e)
+			atomic_compare_exchange_strong(&of->werr, &zero, r);
+	}
+	return r;
+}
+
 static int fail(struct sfs *fs, int r)
 {
 	fs->failed = 1;
@@ -359,7 +456,7 @@ static int commit_part(struct sfs *fs, const uint32_t *list, uint32_t n)
 	if (fs->jnext + n > fs->jcap) {
 		/* Wrapping: the previous transaction's log slots may be reused
 		 * only once its installs are durable. */
-		if (fs->installs_unsynced && (r = dev->sync(dev)))
+		if (fs->installs_unsynced && (r = sfs_dev_sync(fs)))
 			return fail(fs, r);
 		fs->installs_unsynced = 0;
 		fs->jnext = 0;
@@ -369,7 +466,7 @@ static int commit_part(struct sfs *fs, const uint32_t *list, uint32_t n)
 	uint64_t logoff = (uint64_t)(fs->jstart + 1 + fs->jnext) * BS;
 	if ((r = sfs_io_write(dev, fs->jbuf, (size_t)n * BS, logoff)))
 		return fail(fs, r);
-	if ((r = dev->sync(dev)))   /* log copies + earlier data + earlier installs */
+	if ((r = sfs_dev_sync(fs)))   /* log copies + earlier data + earlier installs */
 		return fail(fs, r);
 	fs->installs_unsynced = 0;
 	struct sfs_jhdr_disk *h = (struct sfs_jhdr_disk *)fs->hbuf;
@@ -385,7 +482,7 @@ static int commit_part(struct sfs *fs, const uint32_t *list, uint32_t n)
 	sfs_block_seal(fs->hbuf, fs->jstart);
 	if ((r = sfs_io_write(dev, fs->hbuf, BS, (uint64_t)fs->jstart * BS)))
 		return fail(fs, r);
-	if ((r = dev->sync(dev)))   /* the commit point */
+	if ((r = sfs_dev_sync(fs)))   /* the commit point */
 		return fail(fs, r);
 	fs->seq++;
 	/* Install, coalescing runs of consecutive home blocks. */
@@ -421,12 +518,37 @@ static void flush_mtimes(struct sfs *fs)
 	}
 }
 
+static int read_journal(struct sfs *fs, int *clean);
+
+/* A failed sync lost the last commit's installs (sfs_dev_sync): install that
+ * transaction again from the journal, where it is durable and still named by
+ * the header, and sync, before the header may be replaced. Uses jbuf/hbuf,
+ * which are free between commits. */
+static int reinstall(struct sfs *fs)
+{
+	int clean, r;
+	int n = read_journal(fs, &clean);
+	if (n < 0)
+		return n;
+	const struct sfs_jhdr_disk *h = (const struct sfs_jhdr_disk *)fs->hbuf;
+	for (int i = 0; i < n; i++)
+		if ((r = sfs_io_write(fs->dev, fs->jbuf + (size_t)i * BS, BS, (uint64_t)h->ent[i].home * BS)))
+			return r;
+	if ((r = sfs_dev_sync(fs)))
+		return r;
+	atomic_store(&fs->reinstall, 0);
+	return 0;
+}
+
 int sfs_commit(struct sfs *fs)
 {
 	if (fs->failed)
 		return -EIO;
 	if (fs->rdonly)
 		return 0;
+	int rr;
+	if (atomic_load(&fs->reinstall) && (rr = reinstall(fs)))
+		return fail(fs, rr);
 	flush_mtimes(fs);
 	if (fs->ndirty == 0)
 		return 0;
@@ -595,7 +717,9 @@ void sfs_free_meta(struct sfs *fs)
 	fs->ofile_by_slot = NULL;
 }
 
-static int check_super(struct sfs *fs, const uint8_t *buf, struct sfs_chk *c)
+/* Check the superblock copy in buf, read from block home (0: the primary; a
+ * backup must also say that it is the block just past the file system). */
+static int check_super(struct sfs *fs, const uint8_t *buf, uint64_t home, struct sfs_chk *c)
 {
 	struct sfs_super_disk sb;
 	memcpy(&sb, buf, sizeof sb);
@@ -607,8 +731,12 @@ static int check_super(struct sfs *fs, const uint8_t *buf, struct sfs_chk *c)
 		sfs_seterr(c->err, c->errlen, "unsupported SimpleFS version %u", sb.version);
 		return -EPROTONOSUPPORT;
 	}
-	if (!sfs_block_ok(buf, 0)) {
+	if (home > MAX_BLOCKS || !sfs_block_ok(buf, (uint32_t)home)) {
 		sfs_seterr(c->err, c->errlen, "bad checksum in superblock");
+		return -EUCLEAN;
+	}
+	if (home && sb.total_blocks != home) {
+		sfs_seterr(c->err, c->errlen, "backup superblock not at the end of its file system");
 		return -EUCLEAN;
 	}
 	const char *why = NULL;
@@ -632,6 +760,10 @@ static int check_super(struct sfs *fs, const uint8_t *buf, struct sfs_chk *c)
 		why = "data start";
 	else if (sb.flags != 0)
 		why = "flags";
+	else
+		for (size_t i = sizeof sb; i < TRAILER_OFF && !why; i++)
+			if (buf[i])
+				why = "reserved bytes not zero";
 	if (why) {
 		sfs_seterr(c->err, c->errlen, "bad geometry in superblock (%s)", why);
 		return -EUCLEAN;
@@ -655,7 +787,80 @@ static int check_super(struct sfs *fs, const uint8_t *buf, struct sfs_chk *c)
 	fs->data_start = sb.data_start;
 	fs->max_files = sb.max_files;
 	fs->meta_blocks = sb.fat_blocks + sb.dir_blocks;
+	fs->sb = sb;
 	return 0;
+}
+
+/*
+ * The superblock: the primary (block 0), or when it is damaged the backup in
+ * the device's last block (format puts one there; images made before the
+ * backup existed have none, and then the primary's error stands). A mount
+ * notes the fallback in fs->warn; fsck counts it as a problem and, repairing,
+ * has the primary rewritten (fs->sb_fix). fsck also checks that the backup is
+ * an exact copy when the device is laid out with one, and has it rewritten.
+ */
+static int load_super(struct sfs *fs, uint8_t *buf, struct sfs_chk *c)
+{
+	char why[160] = "";
+	struct sfs_chk pc = *c;
+	pc.err = why;
+	pc.errlen = sizeof why;
+	int r = check_super(fs, buf, 0, &pc);
+	uint64_t last = fs->dev->size / BS - 1;
+	if (r == 0) {
+		if (c->strict || last != fs->total)
+			return 0;
+		/* fsck: the backup must be the primary's exact copy */
+		uint8_t *want = buf + BS, *got = buf + 2 * BS;
+		memset(want, 0, BS);
+		memcpy(want, &fs->sb, sizeof fs->sb);
+		sfs_block_seal(want, fs->total);
+		if ((r = sfs_io_read(fs->dev, got, BS, last * BS)))
+			return r;
+		if (memcmp(want, got, BS) != 0) {
+			if ((r = problem(c, "backup superblock (block %u) damaged or missing", fs->total)))
+				return r;
+			fs->sb_fix |= 2;
+		}
+		return 0;
+	}
+	char bwhy[160];
+	pc.err = bwhy;
+	pc.errlen = sizeof bwhy;
+	if (fs->dev->size < 33 * (uint64_t)BS || sfs_io_read(fs->dev, buf, BS, last * BS) ||
+	    check_super(fs, buf, last, &pc)) {
+		sfs_seterr(c->err, c->errlen, "%s", why);   /* no usable backup: the primary's error */
+		return r;
+	}
+	snprintf(fs->warn, sizeof fs->warn,
+		 "primary superblock damaged (%s); mounted with the backup at block %llu", why,
+		 (unsigned long long)last);
+	if (!c->strict) {
+		if ((r = problem(c, "primary superblock damaged (%s); the backup at block %llu is good",
+				 why, (unsigned long long)last)))
+			return r;
+		fs->sb_fix |= 1;
+	}
+	return 0;
+}
+
+/* fsck repair: rewrite the superblock copies load_super found damaged. */
+int sfs_super_repair(struct sfs *fs)
+{
+	if (!fs->sb_fix)
+		return 0;
+	uint8_t *buf = sfs_aligned_alloc(BS);
+	if (!buf)
+		return -ENOMEM;
+	int r = 0;
+	if (fs->sb_fix & 2)
+		r = sfs_super_write(fs->dev, &fs->sb, fs->total, buf);
+	if (!r && (fs->sb_fix & 1))
+		r = sfs_super_write(fs->dev, &fs->sb, 0, buf);
+	if (!r)
+		r = sfs_dev_sync(fs);
+	free(buf);
+	return r;
 }
 
 static int alloc_meta(struct sfs *fs)
@@ -728,7 +933,7 @@ static int write_empty_header(struct sfs *fs)
 	sfs_block_seal(fs->hbuf, fs->jstart);
 	int r = sfs_io_write(fs->dev, fs->hbuf, BS, (uint64_t)fs->jstart * BS);
 	if (!r)
-		r = fs->dev->sync(fs->dev);
+		r = sfs_dev_sync(fs);
 	return r;
 }
 
@@ -742,7 +947,7 @@ int sfs_finish(struct sfs *fs)
 		return -EIO;
 	int r = sfs_commit(fs);
 	if (!r)
-		r = fs->dev->sync(fs->dev);
+		r = sfs_dev_sync(fs);
 	if (!r)
 		r = write_empty_header(fs);
 	if (r)
@@ -766,21 +971,28 @@ int sfs_load(struct sfs *fs, struct sfs_chk *c)
 	struct sfs_dev *dev = fs->dev;
 	uint8_t *buf = NULL, *owned = NULL;
 	int r;
+	atomic_store(&fs->sync_epoch, 1);   /* wgen 0 means "never written" */
 	if (dev->size < BS) {
 		sfs_seterr(c->err, c->errlen, "not a SimpleFS image (too small)");
 		return -EMEDIUMTYPE;
 	}
-	buf = sfs_aligned_alloc((size_t)LOAD_CHUNK * BS);
+	buf = sfs_aligned_alloc(3 * BS);   /* the superblock, its backup, a compare */
 	if (!buf)
 		return -ENOMEM;
 	if ((r = sfs_io_read(dev, buf, BS, 0))) {
 		sfs_seterr(c->err, c->errlen, "cannot read superblock: %s", strerror(-r));
 		goto out;
 	}
-	if ((r = check_super(fs, buf, c)))
+	if ((r = load_super(fs, buf, c)))
 		goto out;
 	if ((r = alloc_meta(fs)))
 		goto out;
+	uint32_t chunk = fs->meta_blocks < LOAD_CHUNK ? fs->meta_blocks : LOAD_CHUNK;
+	free(buf);
+	if (!(buf = sfs_aligned_alloc((size_t)chunk * BS))) {
+		r = -ENOMEM;
+		goto out;
+	}
 
 	/* Journal recovery: a committed transaction is laid over what is read
 	 * from the home locations, and (when writable) installed for real. */
@@ -798,12 +1010,12 @@ int sfs_load(struct sfs *fs, struct sfs_chk *c)
 			if ((r = sfs_io_write(dev, fs->jbuf + (size_t)i * BS, BS,
 					      (uint64_t)jh->ent[i].home * BS)))
 				goto ioerr;
-		if ((r = dev->sync(dev)))
+		if ((r = sfs_dev_sync(fs)))
 			goto ioerr;
 	}
 
-	for (uint32_t m0 = 0; m0 < fs->meta_blocks; m0 += LOAD_CHUNK) {
-		uint32_t n = fs->meta_blocks - m0 < LOAD_CHUNK ? fs->meta_blocks - m0 : LOAD_CHUNK;
+	for (uint32_t m0 = 0; m0 < fs->meta_blocks; m0 += chunk) {
+		uint32_t n = fs->meta_blocks - m0 < chunk ? fs->meta_blocks - m0 : chunk;
 		if ((r = sfs_io_read(dev, buf, (size_t)n * BS, (uint64_t)(fs->fat_start + m0) * BS)))
 			goto ioerr;
 		for (int i = 0; i < jn; i++) {

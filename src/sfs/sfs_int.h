@@ -121,6 +121,12 @@ struct sfs_ofile {
 	int orphan;
 	_Atomic uint64_t mtime;    /* set by shared-lock writes, flushed at commit */
 	atomic_int mdirty;
+	/* Failed fsync stays failed (docs/FORMAT.md "Errors"): wgen is the sync
+	 * epoch of the last data write (0: none), werr the write-back error a
+	 * failed device sync left on this file, returned by every fsync of every
+	 * handle until the last one is closed. */
+	_Atomic uint64_t wgen;
+	atomic_int werr;
 	struct sfs_ofile *next, *prev;
 };
 
@@ -135,12 +141,20 @@ struct sfs {
 	int own;
 	unsigned mflags;
 	int rdonly;
-	int failed;                /* a metadata write failed: refuse changes */
+	atomic_int failed;         /* a metadata write failed: refuse changes */
+	/* Device syncs (sfs_dev_sync): each takes an epoch; a failed one marks
+	 * the open files written since the last good one, and the mount. */
+	_Atomic uint64_t sync_epoch;   /* next epoch; starts at 1 */
+	_Atomic uint64_t synced_epoch; /* every write of an epoch <= this is durable */
+	atomic_int sync_err;       /* a device sync failed: sfs_sync/unmount report it */
 	pthread_rwlock_t lock;
 
 	/* geometry (validated) */
 	uint32_t total, jstart, jblocks, jcap, fat_start, fat_blocks;
 	uint32_t dir_start, dir_blocks, data_start, max_files, meta_blocks;
+	struct sfs_super_disk sb;  /* the superblock in use */
+	unsigned sb_fix;           /* fsck: 1 rewrite the primary, 2 the backup */
+	char warn[256];            /* mount: why it fell back to the backup superblock */
 
 	uint32_t *fat;             /* total entries */
 	struct sfs_dirent *dir;    /* max_files entries */
@@ -165,7 +179,8 @@ struct sfs {
 	uint8_t *hbuf;             /* one block, aligned */
 	uint64_t seq;
 	uint32_t jnext;
-	int installs_unsynced;
+	atomic_int installs_unsynced;   /* the last commit's installs are not durable yet */
+	atomic_int reinstall;      /* a failed sync may have lost them: install again first */
 
 	/* open files and handles */
 	struct sfs_ofile **ofile_by_slot;
@@ -193,6 +208,11 @@ struct sfs_chk {
 int  sfs_load(struct sfs *fs, struct sfs_chk *c);
 void sfs_free_meta(struct sfs *fs);
 int  sfs_commit(struct sfs *fs);
+int  sfs_dev_sync(struct sfs *fs);
+static inline void sfs_note_write(struct sfs *fs, struct sfs_ofile *of)
+{
+	atomic_store(&of->wgen, atomic_load(&fs->sync_epoch));
+}
 int  sfs_finish(struct sfs *fs);
 int  sfs_txn_reserve(struct sfs *fs, uint32_t n);
 void sfs_mark_fat(struct sfs *fs, uint32_t block);
@@ -205,6 +225,8 @@ void sfs_hash_remove(struct sfs *fs, uint32_t slot);
 int  sfs_free_orphan(struct sfs *fs, uint32_t slot);
 int  sfs_format_geometry(uint64_t size, uint32_t max_files, struct sfs_super_disk *sb);
 int  sfs_format_write(struct sfs_dev *dev, const struct sfs_super_disk *sb);
+int  sfs_super_write(struct sfs_dev *dev, const struct sfs_super_disk *sb, uint32_t home, uint8_t *buf);
+int  sfs_super_repair(struct sfs *fs);
 void sfs_seterr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 uint64_t sfs_now_ns(void);
