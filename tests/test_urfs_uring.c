@@ -80,7 +80,8 @@ int main(void)
 	snprintf(dropin, sizeof dropin, "%s/uring/liburing.so.2", bin);
 	CHECK(stat(dropin, &st) == 0);
 
-	CHECK_EQ(run("cc -std=gnu11 -Wall -Wextra -Werror -o uring_which %s/tests/progs/uring_which.c -luring", src), 0);
+	CHECK_EQ(run("cc -std=gnu11 -Wall -Wextra -Werror %s -o uring_which %s/tests/progs/uring_which.c -luring",
+		     tu_sanitize_cflags(dropin), src), 0);
 
 	/* Alone it loads the system's liburing (so the checks below can tell). */
 	run("env -u LD_LIBRARY_PATH ./uring_which f");
