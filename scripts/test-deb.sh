@@ -1,6 +1,7 @@
 #!/bin/sh
 # scripts/test-deb.sh - the Debian packages' life cycle, as root: installs the
-# packages `make deb` built (apt-get install ./x.deb), uses them the way
+# packages `make deb` built (apt-get install ./x.deb; urfs-uring first on its
+# own, as it needs none of the others), uses them the way
 # `make run` does but only through what was installed (sfs mkfs; a program
 # built against libur-fs-dev with pkg-config writes a file through the ring and
 # reads it back; cat_ur; sfs ls and fsck; a short urfs-bench run, also under
@@ -56,6 +57,28 @@ while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then echo "$p" >> "$WORK
 snapshot() { find /etc /usr /opt /var/lib -xdev 2>/dev/null | grep -v '^/var/lib/\(dpkg\|apt\|ucf\|systemd\)\(/\|$\)' | sort; }
 snapshot > "$WORK/before"
 
+# Use: only installed programs, from an empty directory, with a clean environment.
+run() { (cd "$WORK/use" && env -i PATH=/usr/bin:/bin HOME="$WORK" TMPDIR="$WORK" LANG=C "$@"); }
+mkdir "$WORK/use"
+
+# urfs-uring stands alone: `apt install ./urfs-uring_*.deb`, then `urfs-uring program`.
+say "a liburing program built against liburing-dev (tests/progs/uring_which.c)"
+dpkg-query -W -f='${Status}' liburing-dev 2>/dev/null | grep -q "install ok installed" ||
+	fail "liburing-dev is not installed (a Build-Depends of urfs: apt-get install liburing-dev)"
+run sh -c 'cc -std=gnu11 -Wall -Werror -o uring_which "$1" -luring' sh "$TOP/tests/progs/uring_which.c" ||
+	fail "cannot build tests/progs/uring_which.c against liburing-dev"
+UDEB=$(echo "$DEBS" | tr ' ' '\n' | grep '/urfs-uring_')
+say "urfs-uring alone: install, urfs-uring --emulate ./uring_which, purge"
+apt-get install -y -qq --no-install-recommends "$UDEB" > "$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; fail "apt-get install $UDEB"; }
+for p in $PKGS; do
+	[ "$p" = urfs-uring ] && continue
+	if installed "$p"; then fail "installing urfs-uring alone installed $p too"; fi
+done
+out=$(run timeout 60 urfs-uring --emulate ./uring_which f 2>&1) || fail "urfs-uring alone: $out"
+echo "$out" | grep -q '^liburing: /usr/lib/.*/urfs/liburing\.so\.2$' && echo "$out" | grep -qx 'ring: emulated' &&
+	echo "$out" | grep -qx 'io: ok' || fail "urfs-uring alone: $out"
+apt-get purge -y -qq urfs-uring > "$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; fail "apt-get purge urfs-uring"; }
+
 say "installing:$DEBS"
 apt-get install -y -qq --no-install-recommends $DEBS > "$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; fail "apt-get install"; }
 for p in $PKGS; do installed "$p" || fail "$p is not installed"; done
@@ -77,9 +100,6 @@ for f in $(grep '^/usr/bin/\|^/usr/libexec/' "$WORK/owned"); do
 	if readelf -d "$f" 2>/dev/null | grep -q 'RPATH\|RUNPATH'; then fail "$f carries an RPATH/RUNPATH"; fi
 done
 
-# Use: only installed programs, from an empty directory, with a clean environment.
-run() { (cd "$WORK/use" && env -i PATH=/usr/bin:/bin HOME="$WORK" TMPDIR="$WORK" LANG=C "$@"); }
-mkdir "$WORK/use"
 say "sfs mkfs"
 run sfs mkfs --size 64M disk.sfs
 [ "$(run sh -c 'command -v sfs')" = /usr/bin/sfs ] || fail "sfs is not the installed one"
@@ -115,11 +135,7 @@ for f in shlibs triggers symbols; do
 	[ ! -e "/var/lib/dpkg/info/urfs-uring.$f" ] || fail "urfs-uring has a $f control file: $(cat "/var/lib/dpkg/info/urfs-uring.$f")"
 done
 [ "$(run sh -c 'command -v urfs-uring')" = /usr/bin/urfs-uring ] || fail "urfs-uring is not the installed one"
-say "a liburing program built against liburing-dev, alone and as noring urfs-uring program"
-dpkg-query -W -f='${Status}' liburing-dev 2>/dev/null | grep -q "install ok installed" ||
-	fail "liburing-dev is not installed (a Build-Depends of urfs: apt-get install liburing-dev)"
-run sh -c 'cc -std=gnu11 -Wall -Werror -o uring_which "$1" -luring' sh "$TOP/tests/progs/uring_which.c" ||
-	fail "cannot build tests/progs/uring_which.c against liburing-dev"
+say "the liburing program alone, and as noring urfs-uring program"
 out=$(run timeout 60 ./uring_which f 2>&1) || true
 case $out in *"liburing: $DROPIN"*) fail "without the launcher the program loaded the drop-in: $out" ;; esac
 echo "$out" | grep -q '^liburing: /' || fail "uring_which alone reports no liburing: $out"
