@@ -67,6 +67,8 @@ BENCH      := $(O)/bench
 # The drop-in gets a folder of its own: LD_LIBRARY_PATH=$(O)/uring PROGRAM.
 URING_DIR  := $(O)/uring
 LIBURING   := $(URING_DIR)/liburing.so.2
+# Installed in a private directory, never over the system's liburing.so.2.
+URING_INSTDIR := $(LIBDIR)/urfs
 
 # Programs find libur_fs.so beside themselves (tests: two levels up, from obj/t/).
 RPATH_TOP  := -Wl,-rpath,'$$ORIGIN'
@@ -116,6 +118,13 @@ $(O)/simplefs_server: $(OBJ)/src/server/main.o $(LIBSERVER) $(LIBSFS)
 
 $(O)/%: $(OBJ)/tools/%.o $(LIBSFS) $(LIBUR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $< $(LIBSFS) $(LINK_UR) $(LDLIBS_BASE)
+
+# The drop-in's launcher needs nothing of the project but where make install
+# puts the drop-in (it looks beside itself first: ./urfs-uring finds ./uring/);
+# its test knows that directory too.
+$(OBJ)/tools/urfs-uring.o $(OBJ)/tests/test_urfs_uring.o: CPPFLAGS += -DURFS_URING_DIR='"$(URING_INSTDIR)"'
+$(O)/urfs-uring: $(OBJ)/tools/urfs-uring.o
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
 
 $(O)/bench: $(BENCH_OBJ) $(LIBSFS) $(LIBUR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $(BENCH_OBJ) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
@@ -192,8 +201,8 @@ install: progs
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libur_fs.so
 	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|' \
 	  src/lib/libur_fs.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libur_fs.pc
-	install -d $(DESTDIR)$(LIBDIR)/urfs
-	install -m 755 $(LIBURING) $(DESTDIR)$(LIBDIR)/urfs/liburing.so.2
+	install -d $(DESTDIR)$(URING_INSTDIR)
+	install -m 644 $(LIBURING) $(DESTDIR)$(URING_INSTDIR)/liburing.so.2
 	for s in 1 3 7 8; do install -d $(DESTDIR)$(MANDIR)/man$$s && \
 	  install -m 644 man/man$$s/*.$$s $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
 

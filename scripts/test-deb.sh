@@ -1,19 +1,24 @@
 #!/bin/sh
 # scripts/test-deb.sh - the Debian packages' life cycle, as root: installs the
-# packages `make deb` built (apt-get install ./x.deb), uses them the way
+# packages `make deb` built (apt-get install ./x.deb; urfs-uring first on its
+# own, as it needs none of the others), uses them the way
 # `make run` does but only through what was installed (sfs mkfs; a program
 # built against libur-fs-dev with pkg-config writes a file through the ring and
 # reads it back; cat_ur; sfs ls and fsck; a short urfs-bench run, also under
-# noring; the man pages), then purges them and checks that every file they
+# noring; a liburing program built against Debian's liburing-dev, run as
+# `noring urfs-uring program`: it loads the packaged drop-in and its ring
+# works; the man pages), then purges them and checks that every file they
 # installed is gone.
 #   sh scripts/test-deb.sh [DIR]     DIR: where the .debs are (default $O/deb, else ./deb)
 # Must never: pass when a step ran the source tree's programs or library
 # instead of the installed ones (the steps run with a clean environment, from
-# an empty directory), or when a packaged file is left after the purge.
+# an empty directory), when the drop-in could stand in for Debian's liburing2
+# (a shlibs entry, an ldconfig trigger, a path the loader searches), or when
+# a packaged file is left after the purge.
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${1:-${O:-.}/deb}
-PKGS="libur-fs1 urfs-server libur-fs-dev urfs-tools"
+PKGS="libur-fs1 urfs-server libur-fs-dev urfs-tools urfs-uring"
 fail() { echo "test-deb: FAIL: $*" >&2; exit 1; }
 say() { echo "test-deb: $*"; }
 
@@ -52,6 +57,28 @@ while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then echo "$p" >> "$WORK
 snapshot() { find /etc /usr /opt /var/lib -xdev 2>/dev/null | grep -v '^/var/lib/\(dpkg\|apt\|ucf\|systemd\)\(/\|$\)' | sort; }
 snapshot > "$WORK/before"
 
+# Use: only installed programs, from an empty directory, with a clean environment.
+run() { (cd "$WORK/use" && env -i PATH=/usr/bin:/bin HOME="$WORK" TMPDIR="$WORK" LANG=C "$@"); }
+mkdir "$WORK/use"
+
+# urfs-uring stands alone: `apt install ./urfs-uring_*.deb`, then `urfs-uring program`.
+say "a liburing program built against liburing-dev (tests/progs/uring_which.c)"
+dpkg-query -W -f='${Status}' liburing-dev 2>/dev/null | grep -q "install ok installed" ||
+	fail "liburing-dev is not installed (a Build-Depends of urfs: apt-get install liburing-dev)"
+run sh -c 'cc -std=gnu11 -Wall -Werror -o uring_which "$1" -luring' sh "$TOP/tests/progs/uring_which.c" ||
+	fail "cannot build tests/progs/uring_which.c against liburing-dev"
+UDEB=$(echo "$DEBS" | tr ' ' '\n' | grep '/urfs-uring_')
+say "urfs-uring alone: install, urfs-uring --emulate ./uring_which, purge"
+apt-get install -y -qq --no-install-recommends "$UDEB" > "$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; fail "apt-get install $UDEB"; }
+for p in $PKGS; do
+	[ "$p" = urfs-uring ] && continue
+	if installed "$p"; then fail "installing urfs-uring alone installed $p too"; fi
+done
+out=$(run timeout 60 urfs-uring --emulate ./uring_which f 2>&1) || fail "urfs-uring alone: $out"
+echo "$out" | grep -q '^liburing: /usr/lib/.*/urfs/liburing\.so\.2$' && echo "$out" | grep -qx 'ring: emulated' &&
+	echo "$out" | grep -qx 'io: ok' || fail "urfs-uring alone: $out"
+apt-get purge -y -qq urfs-uring > "$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; fail "apt-get purge urfs-uring"; }
+
 say "installing:$DEBS"
 apt-get install -y -qq --no-install-recommends $DEBS > "$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; fail "apt-get install"; }
 for p in $PKGS; do installed "$p" || fail "$p is not installed"; done
@@ -73,9 +100,6 @@ for f in $(grep '^/usr/bin/\|^/usr/libexec/' "$WORK/owned"); do
 	if readelf -d "$f" 2>/dev/null | grep -q 'RPATH\|RUNPATH'; then fail "$f carries an RPATH/RUNPATH"; fi
 done
 
-# Use: only installed programs, from an empty directory, with a clean environment.
-run() { (cd "$WORK/use" && env -i PATH=/usr/bin:/bin HOME="$WORK" TMPDIR="$WORK" LANG=C "$@"); }
-mkdir "$WORK/use"
 say "sfs mkfs"
 run sfs mkfs --size 64M disk.sfs
 [ "$(run sh -c 'command -v sfs')" = /usr/bin/sfs ] || fail "sfs is not the installed one"
@@ -99,8 +123,32 @@ grep -q '^ur: ' "$WORK/bench.log" || fail "urfs-bench did not run the ur engine"
 run timeout 120 noring urfs-bench run --engine ur --size 4m --repeat 1 > "$WORK/bench.log" 2>&1 ||
 	{ cat "$WORK/bench.log"; fail "noring urfs-bench"; }
 grep -q '^ur: ' "$WORK/bench.log" || fail "urfs-bench under noring did not run the ur engine"
+
+say "the liburing drop-in: private, never in the loader's path, no shlibs, no trigger"
+DROPIN=$(dpkg -L urfs-uring | grep '/liburing\.so\.2$' || true)
+MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+[ "$DROPIN" = "/usr/lib/$MA/urfs/liburing.so.2" ] || fail "urfs-uring ships the drop-in as '${DROPIN:-nothing}', not /usr/lib/$MA/urfs/liburing.so.2"
+[ "$(stat -c %a "$DROPIN")" = 644 ] || fail "$DROPIN has mode $(stat -c %a "$DROPIN"), not 644"
+objdump -p "$DROPIN" | grep -q 'SONAME *liburing\.so\.2$' || fail "$DROPIN does not carry the soname liburing.so.2"
+if ldconfig -p | grep -q "/urfs/"; then fail "the loader's cache knows the drop-in: $(ldconfig -p | grep /urfs/)"; fi
+for f in shlibs triggers symbols; do
+	[ ! -e "/var/lib/dpkg/info/urfs-uring.$f" ] || fail "urfs-uring has a $f control file: $(cat "/var/lib/dpkg/info/urfs-uring.$f")"
+done
+[ "$(run sh -c 'command -v urfs-uring')" = /usr/bin/urfs-uring ] || fail "urfs-uring is not the installed one"
+say "the liburing program alone, and as noring urfs-uring program"
+out=$(run timeout 60 ./uring_which f 2>&1) || true
+case $out in *"liburing: $DROPIN"*) fail "without the launcher the program loaded the drop-in: $out" ;; esac
+echo "$out" | grep -q '^liburing: /' || fail "uring_which alone reports no liburing: $out"
+out=$(run timeout 60 noring ./uring_which f 2>&1) && fail "with io_uring blocked the program worked without the drop-in: $out"
+out=$(run timeout 60 noring urfs-uring ./uring_which f 2>&1) || fail "noring urfs-uring ./uring_which: $out"
+[ "$(echo "$out" | grep '^liburing: ')" = "liburing: $DROPIN" ] || fail "under urfs-uring it did not load (only) $DROPIN: $out"
+echo "$out" | grep -qx 'ring: emulated' || fail "under noring the ring is not the emulated one: $out"
+echo "$out" | grep -qx 'io: ok' || fail "the I/O through the emulated ring failed: $out"
+say "noring urfs-uring ./uring_which: $(echo "$out" | tr '\n' ' ')"
+out=$(run timeout 60 urfs-uring --emulate ./uring_which f 2>&1) || fail "urfs-uring --emulate ./uring_which: $out"
+echo "$out" | grep -qx 'ring: emulated' || fail "urfs-uring --emulate: the ring is not the emulated one: $out"
 say "man pages"
-for page in "1 sfs" "1 cat_ur" "1 urfs-bench" "1 noring" "8 simplefs_server" "7 urfs" \
+for page in "1 sfs" "1 cat_ur" "1 urfs-bench" "1 noring" "1 urfs-uring" "7 urfs-uring" "8 simplefs_server" "7 urfs" \
 	"3 urfs_queue_init" "3 urfs_prep_write" "3 ur_init" "3 urch_open" "3 sfs_mount" "3 mksfs"; do
 	# shellcheck disable=SC2086
 	path=$(run man -w $page) || fail "man -w $page: not found"

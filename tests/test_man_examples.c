@@ -81,10 +81,9 @@ int main(void)
 		return 77;
 	}
 	/* A sanitizer build's library needs its runtime first: build the same way. */
-	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "readelf -d '%s/libur_fs.so' | grep -q libasan", bin);
-	if (system(cmd) == 0)
-		snprintf(sanitize, sizeof sanitize, "-fsanitize=address,undefined");
+	char lib[4200];
+	snprintf(lib, sizeof lib, "%s/libur_fs.so", bin);
+	snprintf(sanitize, sizeof sanitize, "%s", tu_sanitize_cflags(lib));
 
 	char dirpath[4200];
 	snprintf(dirpath, sizeof dirpath, "%s/man/man3", src);

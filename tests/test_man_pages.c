@@ -6,7 +6,8 @@
  * whose NAME and SYNOPSIS name it and which has SYNOPSIS, DESCRIPTION and
  * RETURN VALUE sections; every program of tools/ that is installed has a
  * section 1 page (bench as urfs-bench), simplefs_server a section 8 page, and
- * urfs(7) exists; and `groff -ww -z -man` prints no warning for any page.
+ * urfs(7) and urfs-uring(7) (the liburing drop-in) exist; and
+ * `groff -ww -z -man` prints no warning for any page.
  *
  * Without groff the coverage checks still run and must pass; the rendering
  * check is then a skip (exit 77), never a silent pass.
@@ -267,7 +268,8 @@ static unsigned program_pages(void)
 	need_page("man1/urfs-bench.1");
 	need_page("man8/simplefs_server.8");
 	need_page("man7/urfs.7");
-	return n + 3;
+	need_page("man7/urfs-uring.7");
+	return n + 4;
 }
 
 /* groff -ww -z -man on every page (from man/, so .so links resolve): any

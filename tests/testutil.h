@@ -123,4 +123,14 @@ static inline char *tu_slurp(const char *path)
 	return b;
 }
 
+/* The flags a program the test compiles needs to load the built library lib: a
+ * SANITIZE=1 build's libraries need the sanitizer runtime first, so such a
+ * program is built with it too ("" for an ordinary build). */
+static inline const char *tu_sanitize_cflags(const char *lib)
+{
+	char cmd[8400];
+	snprintf(cmd, sizeof cmd, "readelf -d '%s' | grep -q libasan", lib);
+	return system(cmd) == 0 ? "-fsanitize=address,undefined" : "";
+}
+
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../src/common/launcher.h"
 #include "../src/common/noring.h"
 
 static void usage(FILE *f)
@@ -52,22 +53,15 @@ int main(int argc, char **argv)
 				return 125;
 			}
 		} else {
-			fprintf(stderr, "noring: unknown option %s\n", argv[i]);
-			usage(stderr);
-			return 125;
+			return launcher_usage_error("noring", argv[i], usage);
 		}
 	}
-	if (i >= argc) {
-		usage(stderr);
-		return 125;
-	}
+	if (i >= argc)
+		return launcher_usage_error("noring", NULL, usage);
 	int r = noring_block(err);
 	if (r < 0) {
 		fprintf(stderr, "noring: cannot install the seccomp filter: %s\n", strerror(-r));
 		return 125;
 	}
-	execvp(argv[i], argv + i);
-	r = errno;
-	fprintf(stderr, "noring: %s: %s\n", argv[i], strerror(r));
-	return r == ENOENT ? 127 : 126;
+	return launcher_exec("noring", argv + i);
 }

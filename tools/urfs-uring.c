@@ -1,0 +1,139 @@
+/*
+ * urfs-uring - run a program with the liburing drop-in (this project's
+ * liburing.so.2) in place of the system's liburing: the drop-in's private
+ * directory goes in front of LD_LIBRARY_PATH, then COMMAND is executed. With
+ * --emulate, URING_EMULATE=1 forces the emulated ring even where the kernel's
+ * io_uring works (docs/DROPIN.md).
+ *
+ *   urfs-uring [--emulate] [--] COMMAND [ARG...]
+ *
+ * The drop-in is looked for in uring/ beside this program (the build tree:
+ * ./urfs-uring runs with ./uring/liburing.so.2), then in URFS_URING_DIR, baked
+ * in at build time ($(LIBDIR)/urfs: /usr/lib/<triplet>/urfs in the package).
+ * A C program rather than a script: it finds itself through /proc/self/exe
+ * (not $0), its directory is baked in by the Makefile like the library's
+ * libexec directory, and it is built, installed and checked as the other tools.
+ * Must never: run COMMAND when no drop-in is found (exit 125, naming the paths
+ * it looked at), drop or reorder the caller's LD_LIBRARY_PATH entries, or add
+ * an empty entry (the dynamic loader would read it as the current directory).
+ * Exit status: COMMAND's; 125 when urfs-uring itself fails; 126/127 as the
+ * shell's for a command that cannot be run / is not found.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../src/common/launcher.h"
+
+#ifndef URFS_URING_DIR
+#define URFS_URING_DIR "/usr/local/lib/urfs"
+#endif
+#define DROPIN "liburing.so.2"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: urfs-uring [--emulate] [--] COMMAND [ARG...]\n"
+		"Run COMMAND with urfs's liburing drop-in in place of the system's liburing\n"
+		"(its directory goes in front of LD_LIBRARY_PATH). Where the kernel's io_uring\n"
+		"is blocked the drop-in emulates the ring; elsewhere it passes through.\n"
+		"  --emulate  set URING_EMULATE=1: emulate the ring even where io_uring works\n"
+		"  --help     this text\n"
+		"The drop-in: uring/" DROPIN " beside urfs-uring, else " URFS_URING_DIR "/" DROPIN "\n");
+}
+
+/* 0 if dir/liburing.so.2 is a readable ELF file, else -errno (ENOEXEC: not ELF). */
+static int check_dropin(const char *dir)
+{
+	char path[PATH_MAX + 32], magic[4];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/%s", dir, DROPIN);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = 0;
+	if (fstat(fd, &st) != 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EISDIR;
+	else if (read(fd, magic, 4) != 4 || memcmp(magic, "\177ELF", 4))
+		r = -ENOEXEC;
+	close(fd);
+	return r;
+}
+
+/* The directory of this program (from /proc/self/exe) followed by /uring, or "". */
+static void beside_self(char *out, size_t cap)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	out[0] = '\0';
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	if ((size_t)snprintf(out, cap, "%s/uring", exe) >= cap)
+		out[0] = '\0';
+}
+
+int main(int argc, char **argv)
+{
+	int emulate = 0, i = 1;
+
+	for (; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--emulate"))
+			emulate = 1;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return usage(stdout), 0;
+		else
+			return launcher_usage_error("urfs-uring", argv[i], usage);
+	}
+	i += i < argc && !strcmp(argv[i], "--");
+	if (i >= argc)
+		return launcher_usage_error("urfs-uring", NULL, usage);
+
+	char local[PATH_MAX + 16];
+	const char *dir = NULL;
+	beside_self(local, sizeof local);
+	int r_local = local[0] ? check_dropin(local) : -ENOENT;
+	int r_baked = -ENOENT;
+	if (r_local == 0)
+		dir = local;
+	else if ((r_baked = check_dropin(URFS_URING_DIR)) == 0)
+		dir = URFS_URING_DIR;
+	if (!dir) {
+		fprintf(stderr, "urfs-uring: the liburing drop-in is missing: %s/%s: %s; %s/%s: %s\n",
+			local[0] ? local : "(beside urfs-uring)", DROPIN, strerror(-r_local),
+			URFS_URING_DIR, DROPIN, strerror(-r_baked));
+		return LAUNCHER_FAILED;
+	}
+
+	/* The drop-in's directory first, then the caller's entries as they were. */
+	const char *old = getenv("LD_LIBRARY_PATH");
+	size_t len = strlen(dir) + (old ? strlen(old) : 0) + 2;
+	char *path = malloc(len);
+	if (!path) {
+		fprintf(stderr, "urfs-uring: LD_LIBRARY_PATH: %s\n", strerror(ENOMEM));
+		return LAUNCHER_FAILED;
+	}
+	if (old && old[0])
+		snprintf(path, len, "%s:%s", dir, old);
+	else
+		snprintf(path, len, "%s", dir);
+	if (setenv("LD_LIBRARY_PATH", path, 1) != 0 ||
+	    (emulate && setenv("URING_EMULATE", "1", 1) != 0)) {
+		fprintf(stderr, "urfs-uring: setenv: %s\n", strerror(errno));
+		return LAUNCHER_FAILED;
+	}
+	free(path);
+
+	return launcher_exec("urfs-uring", argv + i);
+}
