@@ -88,8 +88,14 @@ static void body(void)
 		CHECK_EQ(c1.res, -EINVAL);
 		unsupported++;
 	}
-	if (tu_mode != TU_KERNEL)
-		CHECK(unsupported >= 1);          /* URING_CMD at least */
+	if (tu_mode != TU_KERNEL) {
+		/* exactly DROPIN.md's table: all but these three */
+		CHECK(!io_uring_opcode_supported(pr, IORING_OP_URING_CMD));
+		CHECK(!io_uring_opcode_supported(pr, IORING_OP_SEND_ZC));
+		CHECK(!io_uring_opcode_supported(pr, IORING_OP_SENDMSG_ZC));
+		CHECK_EQ(unsupported, 3);
+		CHECK_EQ(pr->last_op, IORING_OP_LAST - 1);
+	}
 	io_uring_free_probe(pr);
 
 	/* then noise */
