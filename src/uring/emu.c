@@ -15,6 +15,8 @@
  * ring lock across a blocking system call.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -39,6 +41,39 @@ struct emu_ring *emu_find(int fd)
 	if ((unsigned)fd >= EMU_MAX_FD)
 		return NULL;
 	return atomic_load_explicit(&emu_tab[fd], memory_order_acquire);
+}
+
+/* The kernel's id of the eventfd behind fd (/proc/self/fdinfo), -2 if fd is
+ * not an eventfd, -1 if that cannot be told (no /proc). */
+static long efd_id(int fd)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	int f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -1;
+	ssize_t n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *id = strstr(buf, "eventfd-id:");
+	return id ? strtol(id + 11, NULL, 10) : -2;
+}
+
+/*
+ * The emulated ring whose fd this really is. The table is by fd number, and a
+ * program may close a ring fd by hand and get the number back for another
+ * file; where it matters (an operation on the fd, not the ring's own calls)
+ * the eventfd's kernel id is compared.
+ */
+struct emu_ring *emu_find_checked(int fd)
+{
+	struct emu_ring *r = emu_find(fd);
+	if (!r || r->efd_id == -1)
+		return r;
+	long id = efd_id(fd);
+	return id == -1 || id == r->efd_id ? r : NULL;
 }
 
 int emu_forced(void)
@@ -182,7 +217,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	if ((p.flags & IORING_SETUP_TASKRUN_FLAG) &&
 	    !(p.flags & (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_DEFER_TASKRUN)))
 		return -EINVAL;
-	if ((p.flags & IORING_SETUP_ATTACH_WQ) && !emu_find((int)p.wq_fd))
+	if ((p.flags & IORING_SETUP_ATTACH_WQ) && !emu_find_checked((int)p.wq_fd))
 		return -EINVAL;
 	if (!entries)
 		return -EINVAL;
@@ -285,6 +320,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		fd = low;
 	}
 	r->fd = fd;
+	r->efd_id = efd_id(fd);
 
 	memset(&p.sq_off, 0, sizeof(p.sq_off));
 	memset(&p.cq_off, 0, sizeof(p.cq_off));
@@ -340,7 +376,8 @@ int emu_close(struct emu_ring *r)
 	reactor_stop(r);
 	wq_stop(r);
 	kaio_fini(r);
-	close(r->fd);
+	if (r->efd_id == -1 || efd_id(r->fd) == r->efd_id)
+		close(r->fd);           /* not a number the program closed and got back */
 	if (r->evfd >= 0)
 		close(r->evfd);
 	for (unsigned i = 0; i < r->nfiles; i++)
@@ -765,7 +802,7 @@ static int file_slot(struct emu_ring *r, int fd, struct fent *out)
 		out->valid = 0;
 		return 0;
 	}
-	if (emu_find(fd))
+	if (emu_find_checked(fd))
 		return -EBADF;                        /* the kernel refuses ring fds too */
 	int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (d < 0)
