@@ -5,7 +5,7 @@
  * readable once a CQE is pending (the ring fd's documented behaviour), and a RECV into a
  * provided buffer (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags; a ring fd closed
  * by hand and its number reused is a plain fd again (CLOSE works on it; emulated, queue_exit
- * leaves it open). */
+ * leaves it open); a dup() of a ring fd works as the ring after the original is closed. */
 #include "test_uring.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -154,6 +154,22 @@ static void body(void)
 	}
 	close(pp[0]);
 	close(pp[1]);
+
+	/* a dup() of the ring fd is the ring, also once the original is closed */
+	struct io_uring r3;
+	CHECK_EQ(io_uring_queue_init(4, &r3, 0), 0);
+	int d = dup(r3.ring_fd);
+	CHECK(d >= 0);
+	close(r3.ring_fd);
+	r3.ring_fd = r3.enter_ring_fd = d;
+	s = io_uring_get_sqe(&r3);
+	io_uring_prep_nop(s);
+	s->user_data = 50;
+	CHECK_EQ(io_uring_submit(&r3), 1);
+	tu_reap(&r3, c, 1);
+	CHECK_EQ(c[0].user_data, 50);
+	io_uring_queue_exit(&r3);
+	CHECK(fcntl(d, F_GETFD) < 0);          /* queue_exit closed the dup */
 
 	CHECK_EQ(io_uring_unregister_eventfd(&ring), 0);
 	close(efd);

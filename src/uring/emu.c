@@ -76,6 +76,28 @@ struct emu_ring *emu_find_checked(int fd)
 	return id == -1 || id == r->efd_id ? r : NULL;
 }
 
+/*
+ * fd is not in the table, and the kernel refused it: is it a dup() of an
+ * emulated ring's eventfd? Then it names that ring from now on. Only called
+ * after a failed kernel call, so it costs a kernel ring nothing.
+ */
+struct emu_ring *emu_alias(int fd)
+{
+	if ((unsigned)fd >= EMU_MAX_FD)
+		return NULL;
+	long id = efd_id(fd);
+	if (id < 0)
+		return NULL;
+	for (int i = 0; i < EMU_MAX_FD; i++) {
+		struct emu_ring *r = atomic_load_explicit(&emu_tab[i], memory_order_acquire);
+		if (r && r->efd_id == id) {
+			atomic_store_explicit(&emu_tab[fd], r, memory_order_release);
+			return r;
+		}
+	}
+	return NULL;
+}
+
 int emu_forced(void)
 {
 	const char *e = getenv("URING_EMULATE");
@@ -247,7 +269,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	if (!r)
 		return -ENOMEM;
 	atomic_init(&r->refs, 1);
-	r->fd = r->evfd = r->evfd_async = r->wake_fd = -1;
+	r->fd = r->ifd = r->evfd = r->evfd_async = r->wake_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->sq_lock, NULL);
 	pthread_cond_init(&r->wq_cond, NULL);
@@ -321,6 +343,13 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	}
 	r->fd = fd;
 	r->efd_id = efd_id(fd);
+	/* Our own descriptor of the same eventfd: the ring keeps working if the
+	 * program closes its ring fd and goes on with a dup() of it. */
+	r->ifd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (r->ifd < 0) {
+		err = -errno;
+		goto fail;
+	}
 
 	memset(&p.sq_off, 0, sizeof(p.sq_off));
 	memset(&p.cq_off, 0, sizeof(p.cq_off));
@@ -354,6 +383,8 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 fail:
 	if (r->fd >= 0)
 		close(r->fd);
+	if (r->ifd >= 0)
+		close(r->ifd);
 	emu_free(r);
 	return err;
 }
@@ -368,7 +399,9 @@ int emu_mmap(struct emu_ring *r, struct io_uring_params *p, struct io_uring *rin
 
 int emu_close(struct emu_ring *r)
 {
-	atomic_store_explicit(&emu_tab[r->fd], NULL, memory_order_release);
+	for (int i = 0; i < EMU_MAX_FD; i++)     /* the fd and its dup()s (emu_alias) */
+		if (atomic_load_explicit(&emu_tab[i], memory_order_relaxed) == r)
+			atomic_store_explicit(&emu_tab[i], NULL, memory_order_release);
 	pthread_mutex_lock(&r->lock);
 	r->dying = 1;
 	pthread_mutex_unlock(&r->lock);
@@ -378,6 +411,7 @@ int emu_close(struct emu_ring *r)
 	kaio_fini(r);
 	if (r->efd_id == -1 || efd_id(r->fd) == r->efd_id)
 		close(r->fd);           /* not a number the program closed and got back */
+	close(r->ifd);
 	if (r->evfd >= 0)
 		close(r->evfd);
 	for (unsigned i = 0; i < r->nfiles; i++)
@@ -408,7 +442,7 @@ static void ring_efd_signal(struct emu_ring *r)
 	if (!r->rfd_signalled) {
 		r->rfd_signalled = 1;
 		uint64_t one = 1;
-		ssize_t w = write(r->fd, &one, sizeof(one));
+		ssize_t w = write(r->ifd, &one, sizeof(one));
 		(void)w;
 	}
 }
@@ -485,7 +519,7 @@ static unsigned cq_ready(struct emu_ring *r)
 static void efd_clear_locked(struct emu_ring *r)
 {
 	uint64_t v;
-	ssize_t rd = read(r->fd, &v, sizeof(v));
+	ssize_t rd = read(r->ifd, &v, sizeof(v));
 	(void)rd;
 	r->rfd_signalled = 0;
 }
@@ -527,7 +561,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 			ts.tv_nsec = (long)(d % 1000000000ull);
 			tsp = &ts;
 		}
-		struct pollfd pfd = { r->fd, POLLIN, 0 };
+		struct pollfd pfd = { r->ifd, POLLIN, 0 };
 		int pr = ppoll(&pfd, 1, tsp, mask);
 		if (pr < 0 && errno == EINTR)
 			return -EINTR;

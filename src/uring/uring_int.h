@@ -148,6 +148,7 @@ struct emu_ring {
 	_Atomic int refs;
 	int fd;                        /* the ring fd: an eventfd (see DROPIN.md) */
 	long efd_id;                   /* its kernel id (fdinfo), -1 if unknown */
+	int ifd;                       /* our own dup of it: what the library uses */
 	unsigned flags, features;
 	unsigned sq_entries, cq_entries;
 	uint32_t sqe_size, cqe_shift;
@@ -213,6 +214,7 @@ struct emu_ring {
 /* emu.c */
 struct emu_ring *emu_find(int fd);
 struct emu_ring *emu_find_checked(int fd);
+struct emu_ring *emu_alias(int fd);
 int emu_setup(unsigned entries, struct io_uring_params *p);
 int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete,
 	      unsigned flags, const void *arg, size_t argsz);
