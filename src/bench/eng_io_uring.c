@@ -257,28 +257,26 @@ static int dropin_setup(struct bench_td *td)
 	return e < 0 ? e : setup_with(td, &dropin_lib);
 }
 
+/* Both engines run the same code; only the library (and so setup) differs. */
+#define URING_ENGINE_OPS \
+	.flags = BENCH_ENG_NOP, \
+	.post_buffers = uring_post_buffers, \
+	.queue = uring_queue, \
+	.commit = uring_commit, \
+	.getevents = uring_getevents, \
+	.event = uring_event, \
+	.cleanup = uring_cleanup
+
 const struct bench_engine_ops bench_eng_dropin = {
 	.name = "dropin",
 	.desc = "this project's liburing drop-in, emulated ring (URING_EMULATE=1; options as io_uring)",
-	.flags = BENCH_ENG_NOP,
 	.setup = dropin_setup,
-	.post_buffers = uring_post_buffers,
-	.queue = uring_queue,
-	.commit = uring_commit,
-	.getevents = uring_getevents,
-	.event = uring_event,
-	.cleanup = uring_cleanup,
+	URING_ENGINE_OPS,
 };
 
 const struct bench_engine_ops bench_eng_io_uring = {
 	.name = "io_uring",
 	.desc = "the kernel's io_uring via liburing (options: sqpoll, regfiles, fixedbufs)",
-	.flags = BENCH_ENG_NOP,
 	.setup = uring_setup,
-	.post_buffers = uring_post_buffers,
-	.queue = uring_queue,
-	.commit = uring_commit,
-	.getevents = uring_getevents,
-	.event = uring_event,
-	.cleanup = uring_cleanup,
+	URING_ENGINE_OPS,
 };

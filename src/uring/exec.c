@@ -185,8 +185,8 @@ int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out)
 	}
 	if (fcntl(fd, F_GETFD) < 0)
 		return -EBADF;
-	if (emu_find(fd)) {
-		/* Another emulated ring: an eventfd that may be polled. */
+	if (emu_find_checked(fd)) {
+		/* An emulated ring: an eventfd that may be polled. */
 		out->fd = fd;
 		out->kind = FK_POLL;
 		out->direct = 0;
@@ -1101,7 +1101,7 @@ static int32_t op_close(struct ureq *q)
 	}
 	if (s->fd < 0)
 		return -EBADF;
-	if (emu_find(s->fd))
+	if (emu_find_checked(s->fd))
 		return -EBADF;          /* a ring's fd is closed by io_uring_queue_exit */
 	exec_fcache_drop(r, s->fd);
 	return close(s->fd) < 0 ? -errno : 0;
@@ -1140,7 +1140,7 @@ static int32_t op_msg_ring(struct ureq *q)
 	int e = req_file(q);
 	if (e)
 		return e;
-	struct emu_ring *t = emu_find(q->fd);
+	struct emu_ring *t = emu_find_checked(q->fd);
 	if (!t)
 		return -EBADFD;
 	pthread_mutex_lock(&t->lock);

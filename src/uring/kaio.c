@@ -80,7 +80,7 @@ int kaio_submit(struct ureq *q, int wr, int ctx)
 	/* The ring fd: poll(ring_fd) wakes, a waiter wakes (also for the buffered
 	 * RWF_NOWAIT ones, reaped at once, in case one is queued after all). */
 	cb->aio_flags = IOCB_FLAG_RESFD;
-	cb->aio_resfd = (uint32_t)r->fd;
+	cb->aio_resfd = (uint32_t)r->ifd;
 	if (q->niov == 1 && q->iov) {
 		cb->aio_lio_opcode = wr ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
 		cb->aio_buf = (uint64_t)(uintptr_t)q->iov[0].iov_base;

@@ -35,6 +35,7 @@
 #define EMU_MAX_CQ (2u * EMU_MAX_ENTRIES)
 #define EMU_INLINE_IOV 4
 #define EMU_FCACHE 1024
+#define EMU_FD_BASE 512             /* the library's own fds go at or above this */
 
 /* How an fd is served: kind decides inline/poll/worker, direct decides AIO. */
 enum { FK_UNKNOWN = 0, FK_REG, FK_POLL, FK_SOCK, FK_OTHER };
@@ -147,6 +148,8 @@ struct bgroup {
 struct emu_ring {
 	_Atomic int refs;
 	int fd;                        /* the ring fd: an eventfd (see DROPIN.md) */
+	long efd_id;                   /* its kernel id (fdinfo), -1 if unknown */
+	int ifd;                       /* our own dup of it: what the library uses */
 	unsigned flags, features;
 	unsigned sq_entries, cq_entries;
 	uint32_t sqe_size, cqe_shift;
@@ -211,6 +214,8 @@ struct emu_ring {
 
 /* emu.c */
 struct emu_ring *emu_find(int fd);
+struct emu_ring *emu_find_checked(int fd);
+struct emu_ring *emu_alias(int fd);
 int emu_setup(unsigned entries, struct io_uring_params *p);
 int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete,
 	      unsigned flags, const void *arg, size_t argsz);
@@ -221,6 +226,7 @@ void emu_put(struct emu_ring *r);
 void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int async);
 void emu_signal_efd(struct emu_ring *r);
 int emu_forced(void);
+int emu_fd_high(int fd);
 int ucopy(void *dst, const void *src, size_t n);
 int uwrite(void *dst, const void *src, size_t n);
 uint64_t now_ns(void);
