@@ -3,7 +3,7 @@
 # benchmark, from Debian's packages. Runs apt-get as root (or through sudo);
 # does nothing when everything is already there.
 set -e
-PKGS="build-essential clang libclang-rt-14-dev liburing-dev libaio-dev valgrind fio gnuplot-nox"
+PKGS="build-essential clang libclang-rt-14-dev liburing-dev libaio-dev valgrind fio gnuplot-nox plocate strace"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
