@@ -1,5 +1,5 @@
-# Makefile - builds SimpleFS (libsfs.a), simplefs_server, libur_fs.so, the tools,
-# bench and the tests. Sources are found by directory, so a new file in a layer's
+# Makefile - builds SimpleFS (libsfs.a), simplefs_server, libur_fs.so, the
+# liburing drop-in (uring/liburing.so.2), the tools, bench and the tests. Sources are found by directory, so a new file in a layer's
 # directory needs no edit here.
 #
 #   make                 build everything (warnings are errors, gcc or clang)
@@ -32,6 +32,7 @@ endif
 SFS_SRC    := $(wildcard src/sfs/*.c)
 SERVER_SRC := $(wildcard src/server/*.c)
 LIB_SRC    := $(wildcard src/lib/*.c)
+URING_SRC  := $(wildcard src/uring/*.c)
 BENCH_SRC  := $(wildcard src/bench/*.c)
 TOOL_SRC   := $(wildcard tools/*.c)
 TEST_SRC   := $(wildcard tests/*.c)
@@ -39,6 +40,7 @@ TEST_SRC   := $(wildcard tests/*.c)
 SFS_OBJ    := $(SFS_SRC:%.c=$(OBJ)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(OBJ)/%.o)
 LIB_OBJ    := $(LIB_SRC:%.c=$(OBJ)/%.pic.o)
+URING_OBJ  := $(URING_SRC:%.c=$(OBJ)/%.pic.o)
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(OBJ)/%.o)
 TOOLS      := $(TOOL_SRC:tools/%.c=$(O)/%)
 TESTS      := $(TEST_SRC:tests/%.c=$(OBJ)/t/%)
@@ -48,6 +50,9 @@ SONAME     := libur_fs.so.$(SOVERSION)
 LIBUR      := $(O)/libur_fs.so.$(VERSION)
 SERVER     := $(O)/simplefs_server
 BENCH      := $(O)/bench
+# The drop-in gets a folder of its own: LD_LIBRARY_PATH=$(O)/uring PROGRAM.
+URING_DIR  := $(O)/uring
+LIBURING   := $(URING_DIR)/liburing.so.2
 
 # Programs find libur_fs.so beside themselves (tests: two levels up, from obj/t/).
 RPATH_TOP  := -Wl,-rpath,'$$ORIGIN'
@@ -57,7 +62,7 @@ BENCH_LIBS := -luring -laio
 
 .PHONY: all test check clean install fuzz run deps
 .SECONDARY:
-all: $(LIBSFS) $(LIBUR) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
+all: $(LIBSFS) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH) $(TESTS)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -79,6 +84,12 @@ $(LIBUR): $(LIB_OBJ) src/lib/libur_fs.map
 	ln -sf libur_fs.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf $(SONAME) $(O)/libur_fs.so
 
+# liburing.so.2 with Debian 12's symbol versions (LIBURING_2.0 .. 2.3).
+$(LIBURING): $(URING_OBJ) src/uring/liburing.map
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,liburing.so.2 -Wl,--version-script=src/uring/liburing.map \
+	  $(LDFLAGS) -o $@ $(URING_OBJ) $(LDLIBS_BASE)
+
 $(O)/simplefs_server: $(SERVER_OBJ) $(LIBSFS)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(SERVER_OBJ) $(LIBSFS) $(LDLIBS_BASE)
 
@@ -94,6 +105,13 @@ BENCH_LIB_OBJ := $(filter-out $(OBJ)/src/bench/main.o,$(BENCH_OBJ))
 $(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSFS) $(LIBUR) $(BENCH_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
+
+# test_uring_* are liburing programs (Debian's <liburing.h>) linked to the drop-in,
+# never to the system's liburing: they find it in $(O)/uring through their rpath.
+URING_TESTS := $(filter $(OBJ)/t/test_uring_%,$(TESTS))
+$(URING_TESTS): $(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBURING)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../uring' -o $@ $< -L$(URING_DIR) -l:liburing.so.2 $(LDLIBS_BASE)
 
 # Both README commands install missing Debian packages first (a no-op when present).
 deps:
@@ -126,8 +144,10 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libur_fs.so
 	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|' \
 	  src/lib/libur_fs.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libur_fs.pc
+	install -d $(DESTDIR)$(LIBDIR)/urfs
+	install -m 755 $(LIBURING) $(DESTDIR)$(LIBDIR)/urfs/liburing.so.2
 
 clean:
-	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(O)/fuzz_sfs $(O)/fuzz-corpus
+	rm -rf $(OBJ) $(URING_DIR) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(O)/fuzz_sfs $(O)/fuzz-corpus
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -1,0 +1,1167 @@
+/*
+ * emu.c - the emulated ring: memory in the kernel's layout, the ring fd, CQ
+ * posting with overflow (IORING_FEAT_NODROP), io_uring_enter (submit, wait,
+ * EXT_ARG timeouts, signal masks), io_uring_register, and the SQPOLL thread.
+ *
+ * The ring fd is an eventfd: it is readable while CQEs may be pending (it is
+ * written when a CQE is posted and it was clear, cleared when a waiter finds
+ * too few CQEs, or enter finds the CQ empty), so poll(ring_fd) and a waiter in
+ * io_uring_enter sleep on the same object. Waiting is ppoll() on it, which
+ * also gives the signal-mask and -EINTR semantics of the kernel's wait.
+ *
+ * Must never: drop a CQE (overflow list; only an allocation failure counts in
+ * cq.overflow), trust the application's head/tail/array (every index is
+ * masked or checked), read an argument pointer without ucopy(), or keep the
+ * ring lock across a blocking system call.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include "uring_int.h"
+
+void api_fill_ring(struct io_uring *ring, const struct io_uring_params *p, void *sqr, void *cqr,
+		   size_t sq_sz, size_t cq_sz, void *sqes);
+
+static struct emu_ring *_Atomic emu_tab[EMU_MAX_FD];
+
+struct emu_ring *emu_find(int fd)
+{
+	if ((unsigned)fd >= EMU_MAX_FD)
+		return NULL;
+	return atomic_load_explicit(&emu_tab[fd], memory_order_acquire);
+}
+
+int emu_forced(void)
+{
+	const char *e = getenv("URING_EMULATE");
+	return e && e[0] == '1';
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Copy from/to application memory with the kernel's checks: -EFAULT for a bad
+ * pointer instead of a crash. */
+int ucopy(void *dst, const void *src, size_t n)
+{
+	if (!n)
+		return 0;
+	struct iovec l = { dst, n }, rm = { (void *)src, n };
+	ssize_t r = process_vm_readv(getpid(), &l, 1, &rm, 1, 0);
+	if (r == (ssize_t)n)
+		return 0;
+	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
+		memcpy(dst, src, n);    /* no way to check here: see DROPIN.md */
+		return 0;
+	}
+	return -EFAULT;
+}
+
+int uwrite(void *dst, const void *src, size_t n)
+{
+	if (!n)
+		return 0;
+	struct iovec l = { (void *)src, n }, rm = { dst, n };
+	ssize_t r = process_vm_writev(getpid(), &l, 1, &rm, 1, 0);
+	if (r == (ssize_t)n)
+		return 0;
+	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
+		memcpy(dst, src, n);
+		return 0;
+	}
+	return -EFAULT;
+}
+
+/* ---- memory layout (offsets handed out in io_uring_params) ---- */
+
+#define OFF_SQ_HEAD 0
+#define OFF_SQ_TAIL 64
+#define OFF_CQ_HEAD 128
+#define OFF_CQ_TAIL 192
+#define OFF_SQ_MASK 256
+#define OFF_SQ_ENTRIES 260
+#define OFF_CQ_MASK 264
+#define OFF_CQ_ENTRIES 268
+#define OFF_SQ_FLAGS 272
+#define OFF_SQ_DROPPED 276
+#define OFF_CQ_FLAGS 280
+#define OFF_CQ_OVERFLOW 284
+#define OFF_CQES 320
+
+#define EMU_SETUP_FLAGS (IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF | IORING_SETUP_CQSIZE | \
+	IORING_SETUP_CLAMP | IORING_SETUP_ATTACH_WQ | IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL | \
+	IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | \
+	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)
+
+#define EMU_FEATURES (IORING_FEAT_SINGLE_MMAP | IORING_FEAT_NODROP | IORING_FEAT_SUBMIT_STABLE | \
+	IORING_FEAT_RW_CUR_POS | IORING_FEAT_FAST_POLL | IORING_FEAT_POLL_32BITS | \
+	IORING_FEAT_SQPOLL_NONFIXED | IORING_FEAT_EXT_ARG | IORING_FEAT_NATIVE_WORKERS | \
+	IORING_FEAT_RSRC_TAGS | IORING_FEAT_CQE_SKIP | IORING_FEAT_LINKED_FILE)
+
+static unsigned roundup_pow2(unsigned v)
+{
+	unsigned p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static void emu_free(struct emu_ring *r)
+{
+	while (r->freelist) {
+		struct ureq *q = r->freelist;
+		r->freelist = q->qnext;
+		free(q);
+	}
+	while (r->live) {
+		struct ureq *q = r->live;
+		r->live = q->next;
+		if (q->iov && q->iov != q->iov_in)
+			free(q->iov);
+		free(q);
+	}
+	while (r->ovf_head) {
+		struct ovf *o = r->ovf_head;
+		r->ovf_head = o->next;
+		free(o);
+	}
+	for (unsigned i = 0; i < r->ngroups; i++)
+		free(r->groups[i].bufs);
+	free(r->groups);
+	free(r->bufs);
+	free(r->buf_tags);
+	free(r->files);
+	free(r->file_tags);
+	if (r->mem)
+		munmap(r->mem, r->mem_sz);
+	if (r->sqes)
+		munmap(r->sqes, r->sqes_sz);
+	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->sq_lock);
+	pthread_cond_destroy(&r->wq_cond);
+	pthread_cond_destroy(&r->sqp_cond);
+	pthread_cond_destroy(&r->sqspace_cond);
+	free(r);
+}
+
+void emu_put(struct emu_ring *r)
+{
+	if (atomic_fetch_sub(&r->refs, 1) == 1)
+		emu_free(r);
+}
+
+int emu_setup(unsigned entries, struct io_uring_params *up)
+{
+	struct io_uring_params p;
+	if (ucopy(&p, up, sizeof(p)) < 0)
+		return -EFAULT;
+	for (int i = 0; i < 3; i++)
+		if (p.resv[i])
+			return -EINVAL;
+	if (p.flags & ~EMU_SETUP_FLAGS)
+		return -EINVAL;                      /* IOPOLL and unknown flags: see DROPIN.md */
+	if ((p.flags & IORING_SETUP_SQ_AFF) && !(p.flags & IORING_SETUP_SQPOLL))
+		return -EINVAL;
+	if ((p.flags & IORING_SETUP_DEFER_TASKRUN) &&
+	    (!(p.flags & IORING_SETUP_SINGLE_ISSUER) || (p.flags & IORING_SETUP_SQPOLL)))
+		return -EINVAL;
+	if ((p.flags & IORING_SETUP_TASKRUN_FLAG) &&
+	    !(p.flags & (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_DEFER_TASKRUN)))
+		return -EINVAL;
+	if ((p.flags & IORING_SETUP_ATTACH_WQ) && !emu_find((int)p.wq_fd))
+		return -EINVAL;
+	if (!entries)
+		return -EINVAL;
+	if (entries > EMU_MAX_ENTRIES) {
+		if (!(p.flags & IORING_SETUP_CLAMP))
+			return -EINVAL;
+		entries = EMU_MAX_ENTRIES;
+	}
+	unsigned sq = roundup_pow2(entries), cq;
+	if (p.flags & IORING_SETUP_CQSIZE) {
+		if (!p.cq_entries)
+			return -EINVAL;
+		cq = p.cq_entries;
+		if (cq > EMU_MAX_CQ) {
+			if (!(p.flags & IORING_SETUP_CLAMP))
+				return -EINVAL;
+			cq = EMU_MAX_CQ;
+		}
+		cq = roundup_pow2(cq);
+		if (cq < sq)
+			return -EINVAL;
+	} else {
+		cq = 2 * sq;
+	}
+
+	struct emu_ring *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	atomic_init(&r->refs, 1);
+	r->fd = r->evfd = r->evfd_async = r->wake_fd = r->aio_efd = -1;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->sq_lock, NULL);
+	pthread_cond_init(&r->wq_cond, NULL);
+	pthread_cond_init(&r->sqp_cond, NULL);
+	pthread_cond_init(&r->sqspace_cond, NULL);
+	r->flags = p.flags;
+	r->features = EMU_FEATURES;
+	r->sq_entries = sq;
+	r->cq_entries = cq;
+	r->sqe_size = (p.flags & IORING_SETUP_SQE128) ? 128 : 64;
+	r->cqe_shift = (p.flags & IORING_SETUP_CQE32) ? 1 : 0;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	r->wq_max = (unsigned)(ncpu > 0 ? 4 * ncpu : 4);
+	if (r->wq_max > 64)
+		r->wq_max = 64;
+	if (r->wq_max > sq && sq >= 4)
+		r->wq_max = sq;
+	r->sq_idle_ms = p.sq_thread_idle ? p.sq_thread_idle : 1000;
+	r->disabled = !!(p.flags & IORING_SETUP_R_DISABLED);
+
+	size_t cqes_sz = (size_t)cq * (16u << r->cqe_shift);
+	size_t array_off = OFF_CQES + cqes_sz;
+	r->mem_sz = array_off + sq * sizeof(unsigned);
+	r->sqes_sz = (size_t)sq * r->sqe_size;
+	int err = -ENOMEM;
+	r->mem = mmap(NULL, r->mem_sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r->mem == MAP_FAILED) {
+		r->mem = NULL;
+		goto fail;
+	}
+	r->sqes = mmap(NULL, r->sqes_sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r->sqes == MAP_FAILED) {
+		r->sqes = NULL;
+		goto fail;
+	}
+	char *m = r->mem;
+	r->sq_head = (unsigned *)(m + OFF_SQ_HEAD);
+	r->sq_tail = (unsigned *)(m + OFF_SQ_TAIL);
+	r->sq_mask = (unsigned *)(m + OFF_SQ_MASK);
+	r->sq_entries_p = (unsigned *)(m + OFF_SQ_ENTRIES);
+	r->sq_flags = (unsigned *)(m + OFF_SQ_FLAGS);
+	r->sq_dropped = (unsigned *)(m + OFF_SQ_DROPPED);
+	r->sq_array = (unsigned *)(m + array_off);
+	r->cq_head = (unsigned *)(m + OFF_CQ_HEAD);
+	r->cq_tail = (unsigned *)(m + OFF_CQ_TAIL);
+	r->cq_mask = (unsigned *)(m + OFF_CQ_MASK);
+	r->cq_entries_p = (unsigned *)(m + OFF_CQ_ENTRIES);
+	r->cq_flags = (unsigned *)(m + OFF_CQ_FLAGS);
+	r->cq_overflow = (unsigned *)(m + OFF_CQ_OVERFLOW);
+	r->cqes = (struct io_uring_cqe *)(m + OFF_CQES);
+	*r->sq_mask = sq - 1;
+	*r->sq_entries_p = sq;
+	*r->cq_mask = cq - 1;
+	*r->cq_entries_p = cq;
+
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (fd >= EMU_MAX_FD) {
+		int low = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		if (low < 0 || low >= EMU_MAX_FD) {
+			if (low >= 0)
+				close(low);
+			err = -EMFILE;
+			goto fail;
+		}
+		fd = low;
+	}
+	r->fd = fd;
+
+	memset(&p.sq_off, 0, sizeof(p.sq_off));
+	memset(&p.cq_off, 0, sizeof(p.cq_off));
+	p.sq_entries = sq;
+	p.cq_entries = cq;
+	p.features = r->features;
+	p.sq_thread_idle = r->sq_idle_ms;
+	p.sq_off.head = OFF_SQ_HEAD;
+	p.sq_off.tail = OFF_SQ_TAIL;
+	p.sq_off.ring_mask = OFF_SQ_MASK;
+	p.sq_off.ring_entries = OFF_SQ_ENTRIES;
+	p.sq_off.flags = OFF_SQ_FLAGS;
+	p.sq_off.dropped = OFF_SQ_DROPPED;
+	p.sq_off.array = (uint32_t)array_off;
+	p.cq_off.head = OFF_CQ_HEAD;
+	p.cq_off.tail = OFF_CQ_TAIL;
+	p.cq_off.ring_mask = OFF_CQ_MASK;
+	p.cq_off.ring_entries = OFF_CQ_ENTRIES;
+	p.cq_off.overflow = OFF_CQ_OVERFLOW;
+	p.cq_off.cqes = OFF_CQES;
+	p.cq_off.flags = OFF_CQ_FLAGS;
+	r->params = p;
+	if (uwrite(up, &p, sizeof(p)) < 0) {
+		err = -EFAULT;
+		goto fail;
+	}
+	if ((p.flags & IORING_SETUP_SQPOLL) && (err = sqpoll_start(r)) < 0)
+		goto fail;
+	atomic_store_explicit(&emu_tab[fd], r, memory_order_release);
+	return fd;
+fail:
+	if (r->fd >= 0)
+		close(r->fd);
+	emu_free(r);
+	return err;
+}
+
+int emu_mmap(struct emu_ring *r, struct io_uring_params *p, struct io_uring *ring)
+{
+	(void)p;
+	api_fill_ring(ring, &r->params, r->mem, r->mem, r->mem_sz, r->mem_sz, r->sqes);
+	ring->features = r->features;
+	return 0;
+}
+
+int emu_close(struct emu_ring *r)
+{
+	atomic_store_explicit(&emu_tab[r->fd], NULL, memory_order_release);
+	pthread_mutex_lock(&r->lock);
+	r->dying = 1;
+	pthread_mutex_unlock(&r->lock);
+	sqpoll_stop(r);
+	reactor_stop(r);
+	wq_stop(r);
+	kaio_fini(r);
+	close(r->fd);
+	if (r->evfd >= 0)
+		close(r->evfd);
+	for (unsigned i = 0; i < r->nfiles; i++)
+		if (r->files[i].fd >= 0)
+			close(r->files[i].fd);
+	r->nfiles = 0;
+	emu_put(r);
+	return 0;
+}
+
+/* ---- completions ---- */
+
+static void cq_write(struct emu_ring *r, unsigned tail, uint64_t ud, int32_t res, uint32_t cflags,
+		     const uint64_t *big)
+{
+	struct io_uring_cqe *c = &r->cqes[(tail & (r->cq_entries - 1)) << r->cqe_shift];
+	c->user_data = ud;
+	c->res = res;
+	c->flags = cflags;
+	if (r->cqe_shift) {
+		c->big_cqe[0] = big ? big[0] : 0;
+		c->big_cqe[1] = big ? big[1] : 0;
+	}
+}
+
+static void ring_efd_signal(struct emu_ring *r)
+{
+	if (!r->rfd_signalled) {
+		r->rfd_signalled = 1;
+		uint64_t one = 1;
+		ssize_t w = write(r->fd, &one, sizeof(one));
+		(void)w;
+	}
+}
+
+void emu_signal_efd(struct emu_ring *r)
+{
+	ring_efd_signal(r);
+}
+
+/* Post one CQE (ring lock held). async: not posted inline at submission. */
+void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int async)
+{
+	if (r->dying)
+		return;                 /* the ring fd may be closed: nobody can reap */
+	unsigned tail = *r->cq_tail;
+	unsigned head = __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
+	if (!r->ovf_head && tail - head < r->cq_entries) {
+		cq_write(r, tail, ud, res, cflags, NULL);
+		__atomic_store_n(r->cq_tail, tail + 1, __ATOMIC_RELEASE);
+	} else {
+		struct ovf *o = calloc(1, sizeof(*o));
+		if (!o) {
+			__atomic_fetch_add(r->cq_overflow, 1, __ATOMIC_RELAXED);
+		} else {
+			o->cqe.user_data = ud;
+			o->cqe.res = res;
+			o->cqe.flags = cflags;
+			if (r->ovf_tail)
+				r->ovf_tail->next = o;
+			else
+				r->ovf_head = o;
+			r->ovf_tail = o;
+			r->novf++;
+			__atomic_fetch_or(r->sq_flags, IORING_SQ_CQ_OVERFLOW, __ATOMIC_SEQ_CST);
+		}
+	}
+	ring_efd_signal(r);
+	if (r->evfd >= 0 && (!r->evfd_async || async) &&
+	    !(__atomic_load_n(r->cq_flags, __ATOMIC_RELAXED) & IORING_CQ_EVENTFD_DISABLED)) {
+		uint64_t one = 1;
+		ssize_t w = write(r->evfd, &one, sizeof(one));
+		(void)w;
+	}
+}
+
+/* Move overflowed CQEs into the CQ as room allows (ring lock held). */
+static void flush_overflow_locked(struct emu_ring *r)
+{
+	if (!r->ovf_head)
+		return;
+	unsigned tail = *r->cq_tail;
+	unsigned head = __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
+	while (r->ovf_head && tail - head < r->cq_entries) {
+		struct ovf *o = r->ovf_head;
+		cq_write(r, tail, o->cqe.user_data, o->cqe.res, o->cqe.flags, NULL);
+		tail++;
+		r->ovf_head = o->next;
+		r->novf--;
+		free(o);
+	}
+	if (!r->ovf_head) {
+		r->ovf_tail = NULL;
+		__atomic_fetch_and(r->sq_flags, ~IORING_SQ_CQ_OVERFLOW, __ATOMIC_SEQ_CST);
+	}
+	__atomic_store_n(r->cq_tail, tail, __ATOMIC_RELEASE);
+	ring_efd_signal(r);
+}
+
+static unsigned cq_ready(struct emu_ring *r)
+{
+	return __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE) - __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
+}
+
+static void efd_clear_locked(struct emu_ring *r)
+{
+	uint64_t v;
+	ssize_t rd = read(r->fd, &v, sizeof(v));
+	(void)rd;
+	r->rfd_signalled = 0;
+}
+
+/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR. */
+static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const sigset_t *mask)
+{
+	if (min > r->cq_entries)
+		min = r->cq_entries;
+	for (;;) {
+		struct ureq *run = NULL;
+		pthread_mutex_lock(&r->lock);
+		flush_overflow_locked(r);
+		if (r->aio_inflight)
+			kaio_reap_locked(r, &run);
+		int enough = cq_ready(r) >= min || r->dying;
+		if (!enough && !run)
+			efd_clear_locked(r);
+		/* A CQE posted after the clear writes the eventfd again. */
+		enough = enough || cq_ready(r) >= min;
+		pthread_mutex_unlock(&r->lock);
+		if (run) {
+			exec_issue_list(run, CTX_INLINE);
+			continue;
+		}
+		if (enough)
+			return 0;
+		struct timespec ts, *tsp = NULL;
+		if (deadline) {
+			uint64_t now = now_ns();
+			if (now >= deadline)
+				return -ETIME;
+			uint64_t d = deadline - now;
+			ts.tv_sec = (time_t)(d / 1000000000ull);
+			ts.tv_nsec = (long)(d % 1000000000ull);
+			tsp = &ts;
+		}
+		struct pollfd pfd = { r->fd, POLLIN, 0 };
+		int pr = ppoll(&pfd, 1, tsp, mask);
+		if (pr < 0 && errno == EINTR)
+			return -EINTR;
+	}
+}
+
+#define ENTER_FLAGS (IORING_ENTER_GETEVENTS | IORING_ENTER_SQ_WAKEUP | IORING_ENTER_SQ_WAIT | \
+	IORING_ENTER_EXT_ARG)
+
+int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
+	      const void *arg, size_t argsz)
+{
+	if (flags & ~ENTER_FLAGS)
+		return -EINVAL;
+	if (r->disabled)
+		return -EBADFD;
+	sigset_t mask, *maskp = NULL;
+	uint64_t deadline = 0;
+	if (flags & IORING_ENTER_EXT_ARG) {
+		struct io_uring_getevents_arg ga;
+		if (argsz != sizeof(ga))
+			return -EINVAL;
+		if (ucopy(&ga, arg, sizeof(ga)) < 0)
+			return -EFAULT;
+		if (ga.sigmask) {
+			if (ga.sigmask_sz != _NSIG / 8)
+				return -EINVAL;
+			if (ucopy(&mask, (void *)(uintptr_t)ga.sigmask, _NSIG / 8) < 0)
+				return -EFAULT;
+			maskp = &mask;
+		}
+		if (ga.ts) {
+			struct __kernel_timespec kts;
+			if (ucopy(&kts, (void *)(uintptr_t)ga.ts, sizeof(kts)) < 0)
+				return -EFAULT;
+			if (kts.tv_sec < 0 || kts.tv_nsec < 0 || kts.tv_nsec >= 1000000000)
+				return -EINVAL;
+			deadline = now_ns() + (uint64_t)kts.tv_sec * 1000000000ull + (uint64_t)kts.tv_nsec;
+			if (!deadline)
+				deadline = 1;
+		}
+	} else if (arg) {
+		if (argsz != _NSIG / 8)
+			return -EINVAL;
+		if (ucopy(&mask, arg, _NSIG / 8) < 0)
+			return -EFAULT;
+		maskp = &mask;
+	}
+
+	int submitted = 0;
+	if (r->flags & IORING_SETUP_SQPOLL) {
+		if (flags & IORING_ENTER_SQ_WAKEUP) {
+			pthread_mutex_lock(&r->lock);
+			if (r->sqp_sleeping)
+				pthread_cond_signal(&r->sqp_cond);
+			pthread_mutex_unlock(&r->lock);
+		}
+		if (flags & IORING_ENTER_SQ_WAIT) {
+			pthread_mutex_lock(&r->lock);
+			while (!r->dying && __atomic_load_n(r->sq_tail, __ATOMIC_ACQUIRE) -
+			       __atomic_load_n(r->sq_head, __ATOMIC_ACQUIRE) >= r->sq_entries) {
+				if (r->sqp_sleeping)
+					pthread_cond_signal(&r->sqp_cond);
+				pthread_cond_wait(&r->sqspace_cond, &r->lock);
+			}
+			pthread_mutex_unlock(&r->lock);
+		}
+		submitted = (int)to_submit;
+	} else if (to_submit) {
+		int err = 0;
+		pthread_mutex_lock(&r->sq_lock);
+		submitted = (int)exec_submit(r, to_submit, &err);
+		pthread_mutex_unlock(&r->sq_lock);
+		if (!submitted && err)
+			return err;
+	}
+	int ret = 0;
+	if (flags & IORING_ENTER_GETEVENTS) {
+		if (min_complete || r->ovf_head || r->aio_inflight)
+			ret = wait_cq(r, min_complete, deadline, maskp);
+	}
+	if (r->rfd_signalled && !cq_ready(r)) {
+		pthread_mutex_lock(&r->lock);
+		if (!cq_ready(r) && !r->ovf_head)
+			efd_clear_locked(r);
+		pthread_mutex_unlock(&r->lock);
+	}
+	return submitted ? submitted : ret;
+}
+
+/* ---- SQPOLL ---- */
+
+static void *sqp_main(void *arg)
+{
+	struct emu_ring *r = arg;
+	uint64_t idle_ns = (uint64_t)r->sq_idle_ms * 1000000ull, last = now_ns();
+	for (;;) {
+		if (r->dying)
+			break;
+		unsigned n = __atomic_load_n(r->sq_tail, __ATOMIC_ACQUIRE) - *r->sq_head;
+		if (n) {
+			int err = 0;
+			pthread_mutex_lock(&r->sq_lock);
+			exec_submit(r, n, &err);
+			pthread_mutex_unlock(&r->sq_lock);
+			pthread_mutex_lock(&r->lock);
+			pthread_cond_broadcast(&r->sqspace_cond);
+			pthread_mutex_unlock(&r->lock);
+			last = now_ns();
+			continue;
+		}
+		if (now_ns() - last < idle_ns) {
+			sched_yield();
+			continue;
+		}
+		pthread_mutex_lock(&r->lock);
+		__atomic_fetch_or(r->sq_flags, IORING_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (!r->dying && __atomic_load_n(r->sq_tail, __ATOMIC_ACQUIRE) == *r->sq_head) {
+			r->sqp_sleeping = 1;
+			pthread_cond_broadcast(&r->sqspace_cond);
+			pthread_cond_wait(&r->sqp_cond, &r->lock);
+			r->sqp_sleeping = 0;
+		}
+		__atomic_fetch_and(r->sq_flags, ~IORING_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+		pthread_mutex_unlock(&r->lock);
+		last = now_ns();
+	}
+	return NULL;
+}
+
+int sqpoll_start(struct emu_ring *r)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&r->sqp, NULL, sqp_main, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e)
+		return -e;
+	r->sqp_on = 1;
+	return 0;
+}
+
+void sqpoll_stop(struct emu_ring *r)
+{
+	if (!r->sqp_on)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->dying = 1;
+	pthread_cond_signal(&r->sqp_cond);
+	pthread_cond_broadcast(&r->sqspace_cond);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->sqp, NULL);
+	r->sqp_on = 0;
+}
+
+/* ---- io_uring_register ---- */
+
+static void post_tag_locked(struct emu_ring *r, uint64_t tag)
+{
+	if (tag)
+		emu_post(r, tag, 0, 0, 1);
+}
+
+static int check_buf(const struct iovec *v)
+{
+	if (!v->iov_base)
+		return v->iov_len ? -EFAULT : 0;
+	if (v->iov_len > (1ul << 30) || !v->iov_len)
+		return -EFAULT;
+	char c;
+	if (ucopy(&c, v->iov_base, 1) < 0 || ucopy(&c, (char *)v->iov_base + v->iov_len - 1, 1) < 0)
+		return -EFAULT;
+	return 0;
+}
+
+static int reg_buffers(struct emu_ring *r, const struct iovec *uiov, const uint64_t *utags, unsigned nr, int sparse)
+{
+	if (!nr || nr > 16384)
+		return -EINVAL;
+	struct iovec *v = calloc(nr, sizeof(*v));
+	uint64_t *tags = calloc(nr, sizeof(*tags));
+	int e = 0;
+	if (!v || !tags) {
+		e = -ENOMEM;
+		goto out;
+	}
+	if (!sparse && (e = ucopy(v, uiov, nr * sizeof(*v))) < 0)
+		goto out;
+	if (utags && (e = ucopy(tags, utags, nr * sizeof(*tags))) < 0)
+		goto out;
+	for (unsigned i = 0; i < nr; i++) {
+		if ((e = check_buf(&v[i])) < 0)
+			goto out;
+		if (tags[i] && !v[i].iov_base) {
+			e = -EINVAL;
+			goto out;
+		}
+	}
+	pthread_mutex_lock(&r->lock);
+	if (r->bufs) {
+		pthread_mutex_unlock(&r->lock);
+		e = -EBUSY;
+		goto out;
+	}
+	r->bufs = v;
+	r->buf_tags = tags;
+	r->nbufs = nr;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+out:
+	free(v);
+	free(tags);
+	return e;
+}
+
+static int unreg_buffers(struct emu_ring *r)
+{
+	pthread_mutex_lock(&r->lock);
+	if (!r->bufs) {
+		pthread_mutex_unlock(&r->lock);
+		return -ENXIO;
+	}
+	for (unsigned i = 0; i < r->nbufs; i++)
+		post_tag_locked(r, r->buf_tags[i]);
+	free(r->bufs);
+	free(r->buf_tags);
+	r->bufs = NULL;
+	r->buf_tags = NULL;
+	r->nbufs = 0;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+static int update_buffers(struct emu_ring *r, unsigned off, const struct iovec *uiov, const uint64_t *utags,
+			  unsigned nr)
+{
+	unsigned done = 0;
+	for (; done < nr; done++) {
+		struct iovec v;
+		uint64_t tag = 0;
+		if (ucopy(&v, uiov + done, sizeof(v)) < 0 || (utags && ucopy(&tag, utags + done, sizeof(tag)) < 0))
+			return done ? (int)done : -EFAULT;
+		int e = check_buf(&v);
+		if (!e && tag && !v.iov_base)
+			e = -EINVAL;
+		if (e)
+			return done ? (int)done : e;
+		pthread_mutex_lock(&r->lock);
+		if (!r->bufs) {
+			pthread_mutex_unlock(&r->lock);
+			return -ENXIO;
+		}
+		if (off + done >= r->nbufs || off + done < off) {
+			pthread_mutex_unlock(&r->lock);
+			return done ? (int)done : -EINVAL;
+		}
+		post_tag_locked(r, r->buf_tags[off + done]);
+		r->bufs[off + done] = v;
+		r->buf_tags[off + done] = tag;
+		pthread_mutex_unlock(&r->lock);
+	}
+	return (int)done;
+}
+
+/* Make fent for a registered file: our own dup, so closing the original keeps it. */
+static int file_slot(struct emu_ring *r, int fd, struct fent *out)
+{
+	if (fd == -1) {
+		out->fd = -1;
+		out->valid = 0;
+		return 0;
+	}
+	if (emu_find(fd))
+		return -EBADF;                        /* the kernel refuses ring fds too */
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (d < 0)
+		return -errno;
+	int e = exec_file(r, d, -1, out);
+	if (e < 0) {
+		close(d);
+		return e;
+	}
+	return 0;
+}
+
+static int reg_files(struct emu_ring *r, const int *ufds, const uint64_t *utags, unsigned nr, int sparse)
+{
+	if (!nr)
+		return -EINVAL;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && nr > rl.rlim_cur)
+		return -EMFILE;
+	if (nr > (1u << 20))
+		return -EMFILE;
+	struct fent *f = calloc(nr, sizeof(*f));
+	uint64_t *tags = calloc(nr, sizeof(*tags));
+	unsigned i = 0;
+	int e = 0;
+	if (!f || !tags) {
+		e = -ENOMEM;
+		goto out;
+	}
+	if (utags && (e = ucopy(tags, utags, nr * sizeof(*tags))) < 0)
+		goto out;
+	for (; i < nr; i++) {
+		int fd = -1;
+		if (!sparse && (e = ucopy(&fd, ufds + i, sizeof(fd))) < 0)
+			goto out;
+		if (fd < -1 || (fd == -1 && tags[i])) {
+			e = fd == -1 ? -EINVAL : -EBADF;
+			goto out;
+		}
+		if ((e = file_slot(r, fd, &f[i])) < 0)
+			goto out;
+	}
+	pthread_mutex_lock(&r->lock);
+	if (r->files) {
+		pthread_mutex_unlock(&r->lock);
+		e = -EBUSY;
+		goto out;
+	}
+	r->files = f;
+	r->file_tags = tags;
+	r->nfiles = nr;
+	r->alloc_lo = 0;
+	r->alloc_hi = nr;
+	r->alloc_next = 0;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+out:
+	while (i-- > 0)
+		if (f[i].fd >= 0)
+			close(f[i].fd);
+	free(f);
+	free(tags);
+	return e;
+}
+
+static int unreg_files(struct emu_ring *r)
+{
+	pthread_mutex_lock(&r->lock);
+	if (!r->files) {
+		pthread_mutex_unlock(&r->lock);
+		return -ENXIO;
+	}
+	for (unsigned i = 0; i < r->nfiles; i++) {
+		if (r->files[i].fd >= 0) {
+			close(r->files[i].fd);
+			post_tag_locked(r, r->file_tags[i]);
+		}
+	}
+	free(r->files);
+	free(r->file_tags);
+	r->files = NULL;
+	r->file_tags = NULL;
+	r->nfiles = 0;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+/* Shared by io_uring_register(FILES_UPDATE*) and IORING_OP_FILES_UPDATE. */
+int emu_update_files(struct emu_ring *r, unsigned off, int *ufds, const uint64_t *utags, unsigned nr);
+int emu_update_files(struct emu_ring *r, unsigned off, int *ufds, const uint64_t *utags, unsigned nr)
+{
+	unsigned done = 0;
+	int alloc = off == IORING_FILE_INDEX_ALLOC;
+	for (; done < nr; done++) {
+		int fd;
+		uint64_t tag = 0;
+		if (ucopy(&fd, ufds + done, sizeof(fd)) < 0 || (utags && ucopy(&tag, utags + done, sizeof(tag)) < 0))
+			return done ? (int)done : -EFAULT;
+		if (fd == IORING_REGISTER_FILES_SKIP && !alloc)
+			continue;
+		if (fd < -1 || (fd == -1 && tag))
+			return done ? (int)done : (fd == -1 ? -EINVAL : -EBADF);
+		struct fent fe;
+		int e = file_slot(r, fd, &fe);
+		if (e < 0)
+			return done ? (int)done : e;
+		pthread_mutex_lock(&r->lock);
+		unsigned slot = off + done;
+		if (!r->files) {
+			e = -ENXIO;
+		} else if (alloc) {
+			e = -ENFILE;
+			for (unsigned k = r->alloc_lo; k < r->alloc_hi && k < r->nfiles; k++) {
+				if (r->files[k].fd < 0) {
+					slot = k;
+					e = 0;
+					break;
+				}
+			}
+		} else if (slot >= r->nfiles || slot < off) {
+			e = -EINVAL;
+		}
+		if (!e) {
+			if (r->files[slot].fd >= 0) {
+				close(r->files[slot].fd);
+				post_tag_locked(r, r->file_tags[slot]);
+			}
+			r->files[slot] = fe;
+			r->file_tags[slot] = tag;
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (e) {
+			if (fe.fd >= 0)
+				close(fe.fd);
+			return done ? (int)done : e;
+		}
+		if (alloc) {
+			int idx = (int)slot;
+			if (uwrite(ufds + done, &idx, sizeof(idx)) < 0)
+				return done ? (int)done : -EFAULT;
+		}
+	}
+	return (int)done;
+}
+
+static int reg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
+{
+	struct io_uring_buf_reg reg;
+	if (nr != 1)
+		return -EINVAL;
+	if (ucopy(&reg, arg, sizeof(reg)) < 0)
+		return -EFAULT;
+	for (int i = 0; i < 3; i++)
+		if (reg.resv[i])
+			return -EINVAL;
+	if (!reg.ring_addr || (reg.ring_addr & 4095) || !reg.ring_entries ||
+	    (reg.ring_entries & (reg.ring_entries - 1)) || reg.ring_entries > 32768)
+		return -EINVAL;
+	char c;
+	if (ucopy(&c, (void *)(uintptr_t)reg.ring_addr, 1) < 0 ||
+	    ucopy(&c, (char *)(uintptr_t)reg.ring_addr + reg.ring_entries * sizeof(struct io_uring_buf) - 1, 1) < 0)
+		return -EFAULT;
+	pthread_mutex_lock(&r->lock);
+	struct bgroup *g = NULL;
+	for (unsigned i = 0; i < r->ngroups; i++)
+		if (r->groups[i].used && r->groups[i].bgid == reg.bgid)
+			g = &r->groups[i];
+	int e = 0;
+	if (g && (g->is_ring || g->count)) {
+		e = -EEXIST;
+	} else {
+		if (!g) {
+			for (unsigned i = 0; i < r->ngroups; i++)
+				if (!r->groups[i].used)
+					g = &r->groups[i];
+		}
+		if (!g) {
+			struct bgroup *ng = realloc(r->groups, (r->ngroups + 1) * sizeof(*ng));
+			if (!ng) {
+				e = -ENOMEM;
+			} else {
+				r->groups = ng;
+				g = &ng[r->ngroups++];
+				memset(g, 0, sizeof(*g));
+			}
+		}
+		if (g) {
+			free(g->bufs);
+			memset(g, 0, sizeof(*g));
+			g->used = 1;
+			g->is_ring = 1;
+			g->bgid = reg.bgid;
+			g->br = (struct io_uring_buf_ring *)(uintptr_t)reg.ring_addr;
+			g->entries = reg.ring_entries;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+static int unreg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
+{
+	struct io_uring_buf_reg reg;
+	if (nr != 1)
+		return -EINVAL;
+	if (ucopy(&reg, arg, sizeof(reg)) < 0)
+		return -EFAULT;
+	int e = -ENOENT;
+	pthread_mutex_lock(&r->lock);
+	for (unsigned i = 0; i < r->ngroups; i++) {
+		struct bgroup *g = &r->groups[i];
+		if (g->used && g->bgid == reg.bgid) {
+			if (!g->is_ring) {
+				e = -EINVAL;
+			} else {
+				memset(g, 0, sizeof(*g));
+				e = 0;
+			}
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+static int reg_probe(void *arg, unsigned nr)
+{
+	if (nr > IORING_OP_LAST)
+		nr = IORING_OP_LAST;
+	size_t sz = sizeof(struct io_uring_probe) + nr * sizeof(struct io_uring_probe_op);
+	struct io_uring_probe *p = calloc(1, sz);
+	if (!p)
+		return -ENOMEM;
+	int e = ucopy(p, arg, sz);
+	if (!e) {
+		for (size_t i = 0; i < sz && !e; i++)
+			if (((unsigned char *)p)[i])
+				e = -EINVAL;
+	}
+	if (!e) {
+		exec_fill_probe(p, nr);
+		e = uwrite(arg, p, sz);
+	}
+	free(p);
+	return e;
+}
+
+int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg);
+
+int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr)
+{
+	switch (op) {
+	case IORING_REGISTER_BUFFERS:
+		return reg_buffers(r, arg, NULL, nr, 0);
+	case IORING_UNREGISTER_BUFFERS:
+		return arg || nr ? -EINVAL : unreg_buffers(r);
+	case IORING_REGISTER_BUFFERS2:
+	case IORING_REGISTER_FILES2: {
+		struct io_uring_rsrc_register rr;
+		if (nr != sizeof(rr))
+			return -EINVAL;
+		if (ucopy(&rr, arg, sizeof(rr)) < 0)
+			return -EFAULT;
+		if (rr.resv2 || (rr.flags & ~IORING_RSRC_REGISTER_SPARSE) ||
+		    ((rr.flags & IORING_RSRC_REGISTER_SPARSE) && (rr.data || rr.tags)))
+			return -EINVAL;
+		int sparse = !!(rr.flags & IORING_RSRC_REGISTER_SPARSE);
+		if (op == IORING_REGISTER_BUFFERS2)
+			return reg_buffers(r, (void *)(uintptr_t)rr.data, (void *)(uintptr_t)rr.tags, rr.nr, sparse);
+		return reg_files(r, (void *)(uintptr_t)rr.data, (void *)(uintptr_t)rr.tags, rr.nr, sparse);
+	}
+	case IORING_REGISTER_BUFFERS_UPDATE:
+	case IORING_REGISTER_FILES_UPDATE2: {
+		struct io_uring_rsrc_update2 up;
+		if (nr != sizeof(up))
+			return -EINVAL;
+		if (ucopy(&up, arg, sizeof(up)) < 0)
+			return -EFAULT;
+		if (up.resv || up.resv2)
+			return -EINVAL;
+		if (op == IORING_REGISTER_BUFFERS_UPDATE)
+			return update_buffers(r, up.offset, (void *)(uintptr_t)up.data, (void *)(uintptr_t)up.tags, up.nr);
+		if (!r->files)
+			return -ENXIO;
+		return emu_update_files(r, up.offset, (void *)(uintptr_t)up.data, (void *)(uintptr_t)up.tags, up.nr);
+	}
+	case IORING_REGISTER_FILES:
+		return reg_files(r, arg, NULL, nr, 0);
+	case IORING_UNREGISTER_FILES:
+		return arg || nr ? -EINVAL : unreg_files(r);
+	case IORING_REGISTER_FILES_UPDATE: {
+		struct io_uring_files_update up;
+		if (!nr)
+			return -EINVAL;
+		if (ucopy(&up, arg, sizeof(up)) < 0)
+			return -EFAULT;
+		if (up.resv)
+			return -EINVAL;
+		if (!r->files)
+			return -ENXIO;
+		return emu_update_files(r, up.offset, (void *)(uintptr_t)up.fds, NULL, nr);
+	}
+	case IORING_REGISTER_EVENTFD:
+	case IORING_REGISTER_EVENTFD_ASYNC: {
+		int fd;
+		if (nr != 1)
+			return -EINVAL;
+		if (ucopy(&fd, arg, sizeof(fd)) < 0)
+			return -EFAULT;
+		int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (d < 0)
+			return -errno;
+		pthread_mutex_lock(&r->lock);
+		int e = 0;
+		if (r->evfd >= 0) {
+			e = -EBUSY;
+		} else {
+			r->evfd = d;
+			r->evfd_async = op == IORING_REGISTER_EVENTFD_ASYNC;
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (e)
+			close(d);
+		return e;
+	}
+	case IORING_UNREGISTER_EVENTFD: {
+		if (arg || nr)
+			return -EINVAL;
+		pthread_mutex_lock(&r->lock);
+		int fd = r->evfd;
+		r->evfd = -1;
+		pthread_mutex_unlock(&r->lock);
+		if (fd < 0)
+			return -ENXIO;
+		close(fd);
+		return 0;
+	}
+	case IORING_REGISTER_PROBE:
+		return reg_probe(arg, nr);
+	case IORING_REGISTER_ENABLE_RINGS:
+		if (!r->disabled)
+			return -EBADFD;
+		r->disabled = 0;
+		return 0;
+	case IORING_REGISTER_IOWQ_MAX_WORKERS: {
+		unsigned v[2];
+		if (nr != 2)
+			return -EINVAL;
+		if (ucopy(v, arg, sizeof(v)) < 0)
+			return -EFAULT;
+		pthread_mutex_lock(&r->lock);
+		unsigned old = r->wq_max;
+		if (v[0])
+			r->wq_max = v[0] > 256 ? 256 : v[0];
+		pthread_mutex_unlock(&r->lock);
+		v[0] = v[1] = old;
+		return uwrite(arg, v, sizeof(v));
+	}
+	case IORING_REGISTER_IOWQ_AFF: {
+		/* Workers are ordinary threads of the process: the mask is checked and accepted,
+		 * scheduling is left to the process's own affinity (see DROPIN.md). */
+		if (!arg || !nr)
+			return -EINVAL;
+		char c;
+		return ucopy(&c, arg, 1) < 0 ? -EFAULT : 0;
+	}
+	case IORING_UNREGISTER_IOWQ_AFF:
+		return 0;
+	case IORING_REGISTER_PBUF_RING:
+		return reg_pbuf_ring(r, arg, nr);
+	case IORING_UNREGISTER_PBUF_RING:
+		return unreg_pbuf_ring(r, arg, nr);
+	case IORING_REGISTER_SYNC_CANCEL: {
+		struct io_uring_sync_cancel_reg reg;
+		if (nr != 1)
+			return -EINVAL;
+		if (ucopy(&reg, arg, sizeof(reg)) < 0)
+			return -EFAULT;
+		return exec_sync_cancel(r, &reg);
+	}
+	case IORING_REGISTER_FILE_ALLOC_RANGE: {
+		struct io_uring_file_index_range rg;
+		if (ucopy(&rg, arg, sizeof(rg)) < 0)
+			return -EFAULT;
+		if (rg.resv)
+			return -EINVAL;
+		pthread_mutex_lock(&r->lock);
+		int e = 0;
+		if (!r->files)
+			e = -ENXIO;
+		else if (rg.off + rg.len < rg.off || rg.off + rg.len > r->nfiles)
+			e = -EINVAL;
+		else {
+			r->alloc_lo = rg.off;
+			r->alloc_hi = rg.off + rg.len;
+		}
+		pthread_mutex_unlock(&r->lock);
+		return e;
+	}
+	default:
+		/* PERSONALITY, RESTRICTIONS, RING_FDS, ...: not emulated (DROPIN.md). */
+		return -EINVAL;
+	}
+}

@@ -1,0 +1,1749 @@
+/*
+ * exec.c - the emulated ring's executor: takes SQEs from the SQ (copying each
+ * one before looking at it), builds link chains, holds back IOSQE_IO_DRAIN,
+ * runs each operation where the kernel's io_uring would: inline when it
+ * cannot block (RWF_NOWAIT reads and writes, MSG_DONTWAIT sends and receives,
+ * NOP, CLOSE, ...), on the reactor when it waits for readiness (poll: sockets,
+ * pipes) or time, on a worker when it may block (RWF_NOWAIT said -EAGAIN on a
+ * regular file, fsync, openat, ...), through kernel AIO for O_DIRECT files.
+ * Completion posts the CQE and starts the next request of the chain, or
+ * cancels the rest with -ECANCELED when the request failed.
+ *
+ * Must never: dereference an SQE field as a pointer (system calls or ucopy
+ * check them: -EFAULT), use an fd or index without checking it (-EBADF,
+ * -EINVAL), post two CQEs for one request or none, or run an opcode that the
+ * probe does not report (the table below is the single source of both).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <limits.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include "uring_int.h"
+
+#ifndef OPEN_HOW_SIZE_VER0
+#define OPEN_HOW_SIZE_VER0 24
+#endif
+
+/* ---- what is emulated: the probe reports exactly this ---- */
+
+enum { W_INLINE = 1, W_WORKER = 2 };   /* where an op starts (reads decide at run time) */
+
+static const uint8_t op_where[IORING_OP_LAST] = {
+	[IORING_OP_NOP] = W_INLINE,
+	[IORING_OP_READV] = W_INLINE, [IORING_OP_WRITEV] = W_INLINE,
+	[IORING_OP_FSYNC] = W_WORKER,
+	[IORING_OP_READ_FIXED] = W_INLINE, [IORING_OP_WRITE_FIXED] = W_INLINE,
+	[IORING_OP_POLL_ADD] = W_INLINE, [IORING_OP_POLL_REMOVE] = W_INLINE,
+	[IORING_OP_SYNC_FILE_RANGE] = W_WORKER,
+	[IORING_OP_SENDMSG] = W_INLINE, [IORING_OP_RECVMSG] = W_INLINE,
+	[IORING_OP_TIMEOUT] = W_INLINE, [IORING_OP_TIMEOUT_REMOVE] = W_INLINE,
+	[IORING_OP_ACCEPT] = W_INLINE, [IORING_OP_ASYNC_CANCEL] = W_INLINE,
+	[IORING_OP_LINK_TIMEOUT] = W_INLINE, [IORING_OP_CONNECT] = W_INLINE,
+	[IORING_OP_FALLOCATE] = W_WORKER, [IORING_OP_OPENAT] = W_INLINE,
+	[IORING_OP_CLOSE] = W_INLINE, [IORING_OP_FILES_UPDATE] = W_INLINE,
+	[IORING_OP_STATX] = W_WORKER, [IORING_OP_READ] = W_INLINE, [IORING_OP_WRITE] = W_INLINE,
+	[IORING_OP_FADVISE] = W_INLINE, [IORING_OP_MADVISE] = W_WORKER,
+	[IORING_OP_SEND] = W_INLINE, [IORING_OP_RECV] = W_INLINE,
+	[IORING_OP_OPENAT2] = W_INLINE, [IORING_OP_EPOLL_CTL] = W_INLINE,
+	[IORING_OP_SPLICE] = W_WORKER,
+	[IORING_OP_PROVIDE_BUFFERS] = W_INLINE, [IORING_OP_REMOVE_BUFFERS] = W_INLINE,
+	[IORING_OP_TEE] = W_WORKER, [IORING_OP_SHUTDOWN] = W_INLINE,
+	[IORING_OP_RENAMEAT] = W_WORKER, [IORING_OP_UNLINKAT] = W_WORKER,
+	[IORING_OP_MKDIRAT] = W_WORKER, [IORING_OP_SYMLINKAT] = W_WORKER, [IORING_OP_LINKAT] = W_WORKER,
+	[IORING_OP_MSG_RING] = W_INLINE,
+	[IORING_OP_FSETXATTR] = W_WORKER, [IORING_OP_SETXATTR] = W_WORKER,
+	[IORING_OP_FGETXATTR] = W_WORKER, [IORING_OP_GETXATTR] = W_WORKER,
+	[IORING_OP_SOCKET] = W_INLINE,
+	/* URING_CMD, SEND_ZC, SENDMSG_ZC: not emulated (DROPIN.md). */
+};
+
+int exec_supported(unsigned op)
+{
+	return op < IORING_OP_LAST && op_where[op] != 0;
+}
+
+void exec_fill_probe(struct io_uring_probe *p, unsigned n)
+{
+	p->last_op = IORING_OP_LAST - 1;
+	p->ops_len = (uint8_t)n;
+	for (unsigned i = 0; i < n; i++) {
+		p->ops[i].op = (uint8_t)i;
+		p->ops[i].flags = exec_supported(i) ? IO_URING_OP_SUPPORTED : 0;
+	}
+}
+
+/* ---- requests ---- */
+
+static struct ureq *req_get_locked(struct emu_ring *r)
+{
+	struct ureq *q = r->freelist;
+	if (q)
+		r->freelist = q->qnext;
+	else if (!(q = malloc(sizeof(*q))))
+		return NULL;
+	memset(q, 0, offsetof(struct ureq, iov_in));
+	q->r = r;
+	q->fd = -1;
+	q->qnext = NULL;
+	q->p1 = q->p2 = NULL;
+	q->umsg = NULL;
+	q->next = r->live;
+	q->prev = NULL;
+	if (r->live)
+		r->live->prev = q;
+	r->live = q;
+	return q;
+}
+
+void exec_live_del(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	if (q->prev)
+		q->prev->next = q->next;
+	else if (r->live == q)
+		r->live = q->next;
+	if (q->next)
+		q->next->prev = q->prev;
+	q->next = q->prev = NULL;
+}
+
+void exec_put_locked(struct emu_ring *r, struct ureq *q)
+{
+	exec_live_del(q);
+	if (q->iov && q->iov != q->iov_in)
+		free(q->iov);
+	free(q->p1);
+	free(q->p2);
+	q->iov = NULL;
+	q->p1 = q->p2 = NULL;
+	q->state = RS_FREE;
+	q->qnext = r->freelist;
+	r->freelist = q;
+}
+
+/* ---- files ---- */
+
+static void fill_fent(int fd, struct fent *fe)
+{
+	struct stat st;
+	fe->fd = fd;
+	fe->kind = FK_OTHER;
+	fe->direct = fe->nonblock = 0;
+	if (fstat(fd, &st) == 0) {
+		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+			fe->kind = FK_REG;
+		else if (S_ISSOCK(st.st_mode))
+			fe->kind = FK_SOCK;
+		else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
+			fe->kind = FK_POLL;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0) {
+		fe->direct = !!(fl & O_DIRECT);
+		fe->nonblock = !!(fl & O_NONBLOCK);
+	}
+}
+
+/*
+ * Resolve an SQE's fd: fixed (an index into the registered table), else the
+ * process fd, whose kind is cached by number (see DROPIN.md: a stale entry
+ * only misroutes, never misreads). fixed = -1: fill from scratch.
+ */
+int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out)
+{
+	if (fixed > 0) {
+		pthread_mutex_lock(&r->lock);
+		int ok = (unsigned)fd < r->nfiles && r->files[fd].fd >= 0;
+		if (ok)
+			*out = r->files[fd];
+		pthread_mutex_unlock(&r->lock);
+		return ok ? 0 : -EBADF;
+	}
+	if (fd < 0)
+		return -EBADF;
+	if (fixed == 0 && fd < EMU_FCACHE && __atomic_load_n(&r->fcache[fd].valid, __ATOMIC_ACQUIRE)) {
+		*out = r->fcache[fd];
+		return 0;
+	}
+	if (fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	if (emu_find(fd)) {
+		/* Another emulated ring: an eventfd that may be polled. */
+		out->fd = fd;
+		out->kind = FK_POLL;
+		out->direct = 0;
+		out->nonblock = 1;
+		return 0;
+	}
+	fill_fent(fd, out);
+	if (fixed == 0 && fd < EMU_FCACHE) {
+		r->fcache[fd].fd = fd;
+		r->fcache[fd].kind = out->kind;
+		r->fcache[fd].direct = out->direct;
+		r->fcache[fd].nonblock = out->nonblock;
+		__atomic_store_n(&r->fcache[fd].valid, 1, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+void exec_fcache_drop(struct emu_ring *r, int fd)
+{
+	if (fd >= 0 && fd < EMU_FCACHE)
+		__atomic_store_n(&r->fcache[fd].valid, 0, __ATOMIC_RELEASE);
+}
+
+static int req_file(struct ureq *q)
+{
+	int e = exec_file(q->r, q->sqe.fd, (q->sqe.flags & IOSQE_FIXED_FILE) ? 1 : 0, &q->fe);
+	if (e == 0)
+		q->fd = q->fe.fd;
+	return e;
+}
+
+/* ---- user strings ---- */
+
+static int ustrdup(const void *src, char **out)
+{
+	if (!src)
+		return -EFAULT;
+	char *buf = malloc(PATH_MAX);
+	if (!buf)
+		return -ENOMEM;
+	size_t n = 0;
+	const char *s = src;
+	while (n < PATH_MAX) {
+		size_t chunk = 4096 - ((uintptr_t)(s + n) & 4095);
+		if (chunk > PATH_MAX - n)
+			chunk = PATH_MAX - n;
+		if (ucopy(buf + n, s + n, chunk) < 0) {
+			free(buf);
+			return -EFAULT;
+		}
+		char *z = memchr(buf + n, 0, chunk);
+		if (z) {
+			*out = buf;
+			return 0;
+		}
+		n += chunk;
+	}
+	free(buf);
+	return -ENAMETOOLONG;
+}
+
+/* ---- preparation: validation done once, at submission ---- */
+
+#define SQE_FLAGS (IOSQE_FIXED_FILE | IOSQE_IO_DRAIN | IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_ASYNC | \
+	IOSQE_BUFFER_SELECT | IOSQE_CQE_SKIP_SUCCESS)
+
+static int is_rw(unsigned op)
+{
+	return op == IORING_OP_READ || op == IORING_OP_WRITE || op == IORING_OP_READV || op == IORING_OP_WRITEV ||
+	       op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED;
+}
+
+static int is_write(unsigned op)
+{
+	return op == IORING_OP_WRITE || op == IORING_OP_WRITEV || op == IORING_OP_WRITE_FIXED;
+}
+
+static int prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	unsigned op = s->opcode;
+	if (!exec_supported(op))
+		return -EINVAL;
+	if (s->flags & ~SQE_FLAGS)
+		return -EINVAL;
+	if (s->personality)
+		return -EINVAL;                    /* personalities are not emulated */
+	if (s->flags & IOSQE_BUFFER_SELECT) {
+		if (op != IORING_OP_READ && op != IORING_OP_READV && op != IORING_OP_RECV &&
+		    op != IORING_OP_RECVMSG)
+			return -EINVAL;
+	}
+	if ((s->flags & IOSQE_FIXED_FILE) && !r->files &&
+	    op != IORING_OP_NOP && op != IORING_OP_TIMEOUT && op != IORING_OP_LINK_TIMEOUT)
+		return -EBADF;
+	switch (op) {
+	case IORING_OP_TIMEOUT:
+	case IORING_OP_LINK_TIMEOUT:
+		if (s->len != 1 || s->buf_index || s->splice_fd_in || s->ioprio)
+			return -EINVAL;
+		if (s->timeout_flags & ~(IORING_TIMEOUT_ABS | IORING_TIMEOUT_BOOTTIME | IORING_TIMEOUT_REALTIME |
+					 IORING_TIMEOUT_ETIME_SUCCESS))
+			return -EINVAL;
+		if ((s->timeout_flags & IORING_TIMEOUT_BOOTTIME) && (s->timeout_flags & IORING_TIMEOUT_REALTIME))
+			return -EINVAL;
+		if (op == IORING_OP_LINK_TIMEOUT && s->off)
+			return -EINVAL;
+		if (ucopy(&q->ts, (void *)(uintptr_t)s->addr, sizeof(q->ts)) < 0)
+			return -EFAULT;
+		if (q->ts.tv_sec < 0 || q->ts.tv_nsec < 0 || q->ts.tv_nsec >= 1000000000)
+			return -EINVAL;
+		return 0;
+	case IORING_OP_TIMEOUT_REMOVE:
+		if (s->buf_index || s->len || s->splice_fd_in || s->ioprio)
+			return -EINVAL;
+		if (s->timeout_flags & IORING_TIMEOUT_UPDATE) {
+			if (ucopy(&q->ts, (void *)(uintptr_t)s->off, sizeof(q->ts)) < 0)
+				return -EFAULT;
+			if (q->ts.tv_sec < 0 || q->ts.tv_nsec < 0 || q->ts.tv_nsec >= 1000000000)
+				return -EINVAL;
+		}
+		return 0;
+	case IORING_OP_OPENAT:
+	case IORING_OP_OPENAT2:
+	case IORING_OP_STATX:
+	case IORING_OP_UNLINKAT:
+	case IORING_OP_MKDIRAT:
+		if (s->flags & IOSQE_FIXED_FILE)
+			return -EBADF;
+		return ustrdup((void *)(uintptr_t)s->addr, &q->p1);
+	case IORING_OP_RENAMEAT:
+	case IORING_OP_LINKAT:
+	case IORING_OP_SYMLINKAT: {
+		if (s->flags & IOSQE_FIXED_FILE)
+			return -EBADF;
+		int e = ustrdup((void *)(uintptr_t)s->addr, &q->p1);
+		return e ? e : ustrdup((void *)(uintptr_t)s->addr2, &q->p2);
+	}
+	case IORING_OP_SETXATTR:
+	case IORING_OP_GETXATTR: {
+		int e = ustrdup((void *)(uintptr_t)s->addr, &q->p1);
+		return e ? e : ustrdup((void *)(uintptr_t)s->addr3, &q->p2);
+	}
+	case IORING_OP_FSETXATTR:
+	case IORING_OP_FGETXATTR:
+		return ustrdup((void *)(uintptr_t)s->addr, &q->p1);
+	case IORING_OP_ACCEPT:
+		if (s->ioprio)
+			return -EINVAL;                /* multishot accept: not emulated */
+		return 0;
+	case IORING_OP_RECV:
+	case IORING_OP_SEND:
+	case IORING_OP_RECVMSG:
+	case IORING_OP_SENDMSG:
+		if (s->ioprio & ~IORING_RECVSEND_POLL_FIRST)
+			return -EINVAL;                /* multishot receive: not emulated */
+		return 0;
+	case IORING_OP_POLL_ADD:
+		if (s->len)
+			return -EINVAL;                /* IORING_POLL_ADD_MULTI: not emulated */
+		return 0;
+	case IORING_OP_FSYNC:
+		if (s->fsync_flags & ~IORING_FSYNC_DATASYNC)
+			return -EINVAL;
+		return 0;
+	case IORING_OP_CLOSE:
+		if (s->off || s->addr || s->len || s->rw_flags || s->buf_index)
+			return -EINVAL;
+		if (s->file_index && s->fd)
+			return -EINVAL;
+		if (s->flags & IOSQE_FIXED_FILE)
+			return -EBADF;
+		return 0;
+	default:
+		if (is_rw(op)) {
+			if ((op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED) &&
+			    (s->flags & IOSQE_BUFFER_SELECT))
+				return -EINVAL;
+		}
+		return 0;
+	}
+}
+
+/* ---- buffer selection ---- */
+
+static struct bgroup *group_find(struct emu_ring *r, uint16_t bgid)
+{
+	for (unsigned i = 0; i < r->ngroups; i++)
+		if (r->groups[i].used && r->groups[i].bgid == bgid)
+			return &r->groups[i];
+	return NULL;
+}
+
+static int select_buf(struct ureq *q, uint32_t want)
+{
+	if (q->has_buf)
+		return 0;
+	struct emu_ring *r = q->r;
+	int e = -ENOBUFS;
+	pthread_mutex_lock(&r->lock);
+	struct bgroup *g = group_find(r, q->sqe.buf_group);
+	if (g && g->is_ring) {
+		uint16_t tail = __atomic_load_n(&g->br->tail, __ATOMIC_ACQUIRE);
+		if (tail != g->rhead) {
+			struct io_uring_buf *b = &g->br->bufs[g->rhead & (g->entries - 1)];
+			q->baddr = b->addr;
+			q->blen = b->len;
+			q->bid = b->bid;
+			q->buf_ring = 1;
+			g->rhead++;
+			e = 0;
+		}
+	} else if (g && g->count) {
+		struct pbuf *b = &g->bufs[g->head];
+		q->baddr = b->addr;
+		q->blen = b->len;
+		q->bid = b->bid;
+		q->buf_ring = 0;
+		g->head = (g->head + 1) % g->cap;
+		g->count--;
+		e = 0;
+	}
+	if (!e) {
+		q->has_buf = 1;
+		q->bgid = q->sqe.buf_group;
+		if (want && want < q->blen)
+			q->blen = want;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+/* Give a selected, unused buffer back (a cancelled request). */
+void exec_buf_recycle_locked(struct ureq *q)
+{
+	if (!q->has_buf)
+		return;
+	struct bgroup *g = group_find(q->r, q->bgid);
+	q->has_buf = 0;
+	if (!g)
+		return;
+	if (g->is_ring) {
+		if (q->buf_ring)
+			g->rhead--;          /* best effort: see DROPIN.md */
+		return;
+	}
+	if (g->count < g->cap) {
+		g->head = (g->head + g->cap - 1) % g->cap;
+		g->bufs[g->head] = (struct pbuf){ q->baddr, q->blen, q->bid };
+		g->count++;
+	}
+}
+
+static int32_t op_provide(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	struct io_uring_sqe *s = &q->sqe;
+	unsigned nbufs = (unsigned)s->fd, len = s->len, bid = (unsigned)s->off;
+	if (!nbufs || nbufs > 65536 || s->rw_flags || s->splice_fd_in)
+		return nbufs > 65536 ? -E2BIG : -EINVAL;
+	if (bid + nbufs > 65536)
+		return -E2BIG;
+	if (!s->addr && len)
+		return -EFAULT;
+	if ((uint64_t)len * nbufs / nbufs != len || s->addr + (uint64_t)len * nbufs < s->addr)
+		return -EOVERFLOW;
+	int e = 0;
+	pthread_mutex_lock(&r->lock);
+	struct bgroup *g = group_find(r, s->buf_group);
+	if (g && g->is_ring) {
+		e = -EINVAL;
+		goto out;
+	}
+	if (!g) {
+		for (unsigned i = 0; i < r->ngroups && !g; i++)
+			if (!r->groups[i].used)
+				g = &r->groups[i];
+		if (!g) {
+			struct bgroup *ng = realloc(r->groups, (r->ngroups + 1) * sizeof(*ng));
+			if (!ng) {
+				e = -ENOMEM;
+				goto out;
+			}
+			r->groups = ng;
+			g = &ng[r->ngroups++];
+		}
+		memset(g, 0, sizeof(*g));
+		g->used = 1;
+		g->bgid = s->buf_group;
+	}
+	if (g->count + nbufs > g->cap) {
+		uint32_t ncap = g->cap ? g->cap : 16;
+		while (ncap < g->count + nbufs)
+			ncap *= 2;
+		struct pbuf *nb = malloc(ncap * sizeof(*nb));
+		if (!nb) {
+			e = -ENOMEM;
+			goto out;
+		}
+		for (uint32_t i = 0; i < g->count; i++)
+			nb[i] = g->bufs[(g->head + i) % g->cap];
+		free(g->bufs);
+		g->bufs = nb;
+		g->cap = ncap;
+		g->head = 0;
+	}
+	for (unsigned i = 0; i < nbufs; i++) {
+		struct pbuf *b = &g->bufs[(g->head + g->count) % g->cap];
+		b->addr = s->addr + (uint64_t)len * i;
+		b->len = len;
+		b->bid = (uint16_t)(bid + i);
+		g->count++;
+	}
+	e = (int)nbufs;
+out:
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+static int32_t op_remove_bufs(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	unsigned nbufs = (unsigned)q->sqe.fd;
+	if (!nbufs || nbufs > 65536 || q->sqe.addr || q->sqe.len || q->sqe.off)
+		return -EINVAL;
+	int e;
+	pthread_mutex_lock(&r->lock);
+	struct bgroup *g = group_find(r, q->sqe.buf_group);
+	if (!g || g->is_ring) {
+		e = g ? -EINVAL : -ENOENT;
+	} else if (!g->count) {
+		e = -ENOENT;
+	} else {
+		unsigned n = nbufs < g->count ? nbufs : g->count;
+		g->head = (g->head + n) % g->cap;
+		g->count -= n;
+		e = (int)n;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+/* ---- hand-offs ---- */
+
+/* Make the request independent of the submitter's memory (FEAT_SUBMIT_STABLE). */
+static int stabilize_iov(struct ureq *q)
+{
+	if (q->iov)
+		return 0;
+	unsigned op = q->sqe.opcode;
+	if (op == IORING_OP_READV || op == IORING_OP_WRITEV) {
+		if (q->has_buf) {
+			q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)q->baddr, q->blen };
+			q->iov = q->iov_in;
+			q->niov = 1;
+			return 0;
+		}
+		unsigned n = q->sqe.len;
+		if (n > UIO_MAXIOV)
+			return -EINVAL;
+		struct iovec *v = n <= EMU_INLINE_IOV ? q->iov_in : malloc(n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		if (ucopy(v, (void *)(uintptr_t)q->sqe.addr, n * sizeof(*v)) < 0) {
+			if (v != q->iov_in)
+				free(v);
+			return -EFAULT;
+		}
+		q->iov = v;
+		q->niov = (int)n;
+		return 0;
+	}
+	if (q->has_buf)
+		q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)q->baddr, q->blen };
+	else
+		q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)q->sqe.addr, q->sqe.len };
+	q->iov = q->iov_in;
+	q->niov = 1;
+	return 0;
+}
+
+int exec_punt(struct ureq *q)
+{
+	atomic_fetch_add_explicit(&q->r->st_wq, 1, memory_order_relaxed);
+	wq_queue(q);
+	return Q_QUEUED;
+}
+
+int exec_wait_ready(struct ureq *q, short events)
+{
+	struct emu_ring *r = q->r;
+	atomic_fetch_add_explicit(&r->st_poll, 1, memory_order_relaxed);
+	pthread_mutex_lock(&r->lock);
+	reactor_arm_locked(q, events);
+	pthread_mutex_unlock(&r->lock);
+	return Q_QUEUED;
+}
+
+static int ready_now(int fd, short ev)
+{
+	struct pollfd p = { fd, ev, 0 };
+	return poll(&p, 1, 0) > 0;
+}
+
+/* ---- read / write ---- */
+
+static int32_t op_rw(struct ureq *q, int ctx)
+{
+	struct emu_ring *r = q->r;
+	struct io_uring_sqe *s = &q->sqe;
+	unsigned op = s->opcode;
+	int wr = is_write(op);
+	int e = req_file(q);
+	if (e)
+		return e;
+	if (op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED) {
+		if (!q->iov) {
+			pthread_mutex_lock(&r->lock);
+			int ok = s->buf_index < r->nbufs;
+			struct iovec b = ok ? r->bufs[s->buf_index] : (struct iovec){ 0, 0 };
+			pthread_mutex_unlock(&r->lock);
+			if (!ok)
+				return -EFAULT;
+			uint64_t lo = (uintptr_t)b.iov_base, hi = lo + b.iov_len;
+			if (!b.iov_base || s->addr < lo || s->addr + s->len > hi || s->addr + s->len < s->addr)
+				return -EFAULT;
+			q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)s->addr, s->len };
+			q->iov = q->iov_in;
+			q->niov = 1;
+		}
+	} else if ((s->flags & IOSQE_BUFFER_SELECT) && !q->has_buf) {
+		if (op == IORING_OP_READV && s->len != 1)
+			return -EINVAL;
+		uint32_t want = s->len;
+		if (op == IORING_OP_READV) {
+			struct iovec v;
+			if (ucopy(&v, (void *)(uintptr_t)s->addr, sizeof(v)) < 0)
+				return -EFAULT;
+			want = (uint32_t)v.iov_len;
+		}
+		if ((e = select_buf(q, want)) < 0)
+			return e;
+		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->bid << IORING_CQE_BUFFER_SHIFT);
+	}
+	if (op != IORING_OP_READV && op != IORING_OP_WRITEV && !q->iov) {
+		if (q->has_buf)
+			q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)q->baddr, q->blen };
+		else
+			q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)s->addr, s->len };
+		q->iov = q->iov_in;
+		q->niov = 1;
+	}
+	if ((op == IORING_OP_READV || op == IORING_OP_WRITEV) && !q->iov && (e = stabilize_iov(q)) < 0)
+		return e;
+	const struct iovec *iov = q->iov ? q->iov : (const struct iovec *)(uintptr_t)s->addr;
+	int niov = q->iov ? q->niov : (int)s->len;
+	int stream = q->fe.kind != FK_REG && q->fe.kind != FK_OTHER;
+	int64_t off = stream ? -1 : (int64_t)s->off;
+	if (off != -1 && off < -1)
+		return -EINVAL;
+	if (off != -1)
+		off += (int64_t)q->done;
+
+	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth. */
+	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done) {
+		e = kaio_submit(q, wr, ctx);
+		if (e != -EAGAIN)
+			return e;
+		if ((e = stabilize_iov(q)) < 0)
+			return e;
+		return exec_punt(q);
+	}
+	int flags = (int)s->rw_flags;
+	if (ctx != CTX_WORKER) {
+		if ((s->flags & IOSQE_ASYNC) && ctx == CTX_INLINE) {
+			if ((e = stabilize_iov(q)) < 0)
+				return e;
+			if (stream)
+				return exec_wait_ready(q, wr ? POLLOUT : POLLIN);
+			return exec_punt(q);
+		}
+		flags |= RWF_NOWAIT;
+	}
+	ssize_t n;
+	if (q->fe.kind == FK_SOCK) {
+		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)niov };
+		int mf = ctx != CTX_WORKER ? MSG_DONTWAIT : 0;
+		n = wr ? sendmsg(q->fd, &m, mf | MSG_NOSIGNAL) : recvmsg(q->fd, &m, mf);
+	} else {
+		n = wr ? pwritev2(q->fd, iov, niov, off, flags) : preadv2(q->fd, iov, niov, off, flags);
+	}
+	if (n < 0) {
+		int err = errno;
+		if (err == EOPNOTSUPP && ctx != CTX_WORKER && !(s->rw_flags & RWF_NOWAIT)) {
+			/* This file cannot say "would block": a worker does it. */
+			if ((e = stabilize_iov(q)) < 0)
+				return e;
+			if (stream && ready_now(q->fd, wr ? POLLOUT : POLLIN) == 0)
+				return exec_wait_ready(q, wr ? POLLOUT : POLLIN);
+			return exec_punt(q);
+		}
+		if (err == EAGAIN && ctx != CTX_WORKER) {
+			if ((s->rw_flags & RWF_NOWAIT) || q->fe.nonblock)
+				return q->done ? (int32_t)q->done : -EAGAIN;
+			if ((e = stabilize_iov(q)) < 0)
+				return e;
+			if (stream)
+				return exec_wait_ready(q, wr ? POLLOUT : POLLIN);
+			return exec_punt(q);
+		}
+		return q->done ? (int32_t)q->done : -err;
+	}
+	if (ctx == CTX_INLINE)
+		atomic_fetch_add_explicit(&r->st_inline, 1, memory_order_relaxed);
+	/* A short transfer on a regular file continues (the kernel retries too). */
+	uint64_t want = 0;
+	for (int i = 0; q->iov && i < q->niov; i++)
+		want += q->iov[i].iov_len;
+	if (n > 0 && q->fe.kind == FK_REG && q->iov && (uint64_t)n < want) {
+		q->done += (uint64_t)n;
+		uint64_t skip = (uint64_t)n;
+		int k = 0;
+		while (k < q->niov && skip >= q->iov[k].iov_len)
+			skip -= q->iov[k++].iov_len;
+		int left = q->niov - k;
+		struct iovec *v = left ? malloc((size_t)left * sizeof(*v)) : NULL;
+		if (!v)
+			return (int32_t)q->done;
+		memcpy(v, q->iov + k, (size_t)left * sizeof(*v));
+		v[0].iov_base = (char *)v[0].iov_base + skip;
+		v[0].iov_len -= skip;
+		if (q->iov != q->iov_in)
+			free(q->iov);
+		q->iov = v;
+		q->niov = left;
+		if (ctx == CTX_WORKER)
+			return op_rw(q, ctx);
+		return exec_punt(q);
+	}
+	return (int32_t)(q->done + (uint64_t)n);
+}
+
+/* ---- network ---- */
+
+static int32_t op_sendrecv(struct ureq *q, int ctx)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	unsigned op = s->opcode;
+	int e = req_file(q);
+	if (e)
+		return e;
+	int is_send = op == IORING_OP_SEND || op == IORING_OP_SENDMSG;
+	int msg = op == IORING_OP_SENDMSG || op == IORING_OP_RECVMSG;
+	int flags = (int)s->msg_flags;
+	if ((s->flags & IOSQE_BUFFER_SELECT) && !q->has_buf) {
+		uint32_t want = s->len;
+		if (msg) {
+			struct msghdr m;
+			struct iovec v;
+			if (ucopy(&m, (void *)(uintptr_t)s->addr, sizeof(m)) < 0)
+				return -EFAULT;
+			if (m.msg_iovlen != 1)
+				return -EINVAL;
+			if (ucopy(&v, m.msg_iov, sizeof(v)) < 0)
+				return -EFAULT;
+			want = (uint32_t)v.iov_len;
+		}
+		if ((e = select_buf(q, want)) < 0)
+			return e;
+		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->bid << IORING_CQE_BUFFER_SHIFT);
+	}
+	if (ctx == CTX_INLINE && ((s->flags & IOSQE_ASYNC) || (s->ioprio & IORING_RECVSEND_POLL_FIRST)))
+		goto wait;
+	int mf = flags | (ctx != CTX_WORKER ? MSG_DONTWAIT : 0);
+	if (is_send)
+		mf |= MSG_NOSIGNAL;
+	ssize_t n;
+	if (msg) {
+		struct msghdr *m = q->umsg ? &q->msg : (struct msghdr *)(uintptr_t)s->addr;
+		if (q->has_buf) {
+			if (!q->umsg) {
+				if (ucopy(&q->msg, m, sizeof(q->msg)) < 0)
+					return -EFAULT;
+				q->umsg = m;
+				m = &q->msg;
+			}
+			q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)q->baddr, q->blen };
+			q->msg.msg_iov = q->iov_in;
+			q->msg.msg_iovlen = 1;
+		}
+		n = is_send ? sendmsg(q->fd, m, mf) : recvmsg(q->fd, m, mf);
+		if (n >= 0 && q->umsg && !is_send) {
+			/* what recvmsg returns in the header goes back to the caller's copy */
+			if (uwrite(&q->umsg->msg_namelen, &q->msg.msg_namelen, sizeof(q->msg.msg_namelen)) < 0 ||
+			    uwrite(&q->umsg->msg_controllen, &q->msg.msg_controllen, sizeof(q->msg.msg_controllen)) < 0 ||
+			    uwrite(&q->umsg->msg_flags, &q->msg.msg_flags, sizeof(q->msg.msg_flags)) < 0)
+				return -EFAULT;
+		}
+	} else {
+		void *buf = q->has_buf ? (void *)(uintptr_t)q->baddr : (char *)(uintptr_t)s->addr + q->done;
+		size_t len = q->has_buf ? q->blen : s->len - q->done;
+		n = is_send ? send(q->fd, buf, len, mf) : recv(q->fd, buf, len, mf);
+	}
+	if (n < 0) {
+		if (errno != EAGAIN || ctx == CTX_WORKER || (flags & MSG_DONTWAIT))
+			return q->done ? (int32_t)q->done : -errno;
+		goto wait;
+	}
+	if (ctx == CTX_INLINE)
+		atomic_fetch_add_explicit(&q->r->st_inline, 1, memory_order_relaxed);
+	if ((flags & MSG_WAITALL) && !msg && !q->has_buf && n > 0 && q->done + (uint64_t)n < s->len) {
+		q->done += (uint64_t)n;
+		goto wait;
+	}
+	return (int32_t)(q->done + (uint64_t)n);
+wait:
+	if (msg && !q->umsg) {
+		/* Keep our own copy of the header and its iovecs (SUBMIT_STABLE). */
+		struct msghdr *um = (struct msghdr *)(uintptr_t)s->addr;
+		if (ucopy(&q->msg, um, sizeof(q->msg)) < 0)
+			return -EFAULT;
+		q->umsg = um;
+		if (!q->has_buf) {
+			if (q->msg.msg_iovlen > UIO_MAXIOV)
+				return -EMSGSIZE;
+			size_t n2 = q->msg.msg_iovlen;
+			struct iovec *v = n2 <= EMU_INLINE_IOV ? q->iov_in : malloc(n2 * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			if (ucopy(v, q->msg.msg_iov, n2 * sizeof(*v)) < 0) {
+				if (v != q->iov_in)
+					free(v);
+				return -EFAULT;
+			}
+			q->iov = v;
+			q->niov = (int)n2;
+			q->msg.msg_iov = v;
+		}
+	}
+	return exec_wait_ready(q, is_send ? POLLOUT : POLLIN);
+}
+
+static int install_direct(struct ureq *q, int fd)
+{
+	/* OPENAT/ACCEPT/SOCKET with file_index: the new file goes to the registered table. */
+	struct emu_ring *r = q->r;
+	unsigned idx = q->sqe.file_index;
+	int alloc = idx == IORING_FILE_INDEX_ALLOC;
+	struct fent fe;
+	fill_fent(fd, &fe);
+	int res;
+	pthread_mutex_lock(&r->lock);
+	if (!r->files) {
+		res = -ENXIO;
+	} else if (alloc) {
+		res = -ENFILE;
+		for (unsigned k = r->alloc_lo; k < r->alloc_hi && k < r->nfiles; k++) {
+			if (r->files[k].fd < 0) {
+				r->files[k] = fe;
+				r->file_tags[k] = 0;
+				res = (int)k;
+				break;
+			}
+		}
+	} else if (idx - 1 >= r->nfiles) {
+		res = -EINVAL;
+	} else {
+		if (r->files[idx - 1].fd >= 0)
+			close(r->files[idx - 1].fd);
+		r->files[idx - 1] = fe;
+		r->file_tags[idx - 1] = 0;
+		res = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (res < 0)
+		close(fd);
+	return res;
+}
+
+static int32_t op_accept(struct ureq *q, int ctx)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	int e = req_file(q);
+	if (e)
+		return e;
+	if (q->fe.kind != FK_SOCK)
+		return -ENOTSOCK;
+	/* A blocking listener is only accepted from when poll says a connection waits. */
+	if (ctx != CTX_WORKER && !q->fe.nonblock &&
+	    ((ctx == CTX_INLINE && (s->flags & IOSQE_ASYNC)) || !ready_now(q->fd, POLLIN)))
+		return exec_wait_ready(q, POLLIN);
+	int flags = (int)s->accept_flags;
+	if (s->file_index)
+		flags |= SOCK_CLOEXEC;
+	int fd = accept4(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t *)(uintptr_t)s->addr2, flags);
+	if (fd < 0) {
+		if (errno == EAGAIN && ctx != CTX_WORKER && !q->fe.nonblock)
+			return exec_wait_ready(q, POLLIN);
+		return -errno;
+	}
+	return s->file_index ? install_direct(q, fd) : fd;
+}
+
+static int32_t op_connect(struct ureq *q, int ctx)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	int e = req_file(q);
+	if (e)
+		return e;
+	if (q->connecting) {
+		int err = 0;
+		socklen_t l = sizeof(err);
+		if (getsockopt(q->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+			return -errno;
+		return -err;
+	}
+	if (!q->fe.nonblock && ctx != CTX_WORKER)
+		return exec_punt(q);              /* a blocking connect: a worker waits */
+	if (connect(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t)s->off) == 0)
+		return 0;
+	if (errno == EINPROGRESS && ctx != CTX_WORKER) {
+		q->connecting = 1;
+		return exec_wait_ready(q, POLLOUT);
+	}
+	return -errno;
+}
+
+/* ---- file system and misc ---- */
+
+static int32_t ret_errno(long r)
+{
+	return r < 0 ? -errno : (int32_t)r;
+}
+
+static int32_t op_open(struct ureq *q, int ctx)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	struct open_how how;
+	memset(&how, 0, sizeof(how));
+	if (s->opcode == IORING_OP_OPENAT2) {
+		if (s->len < OPEN_HOW_SIZE_VER0 || s->len > 4096)
+			return -EINVAL;
+		size_t n = s->len < sizeof(how) ? s->len : sizeof(how);
+		if (ucopy(&how, (void *)(uintptr_t)s->addr2, n) < 0)
+			return -EFAULT;
+		for (size_t i = sizeof(how); i < s->len; i++) {
+			char c;
+			if (ucopy(&c, (char *)(uintptr_t)s->addr2 + i, 1) < 0)
+				return -EFAULT;
+			if (c)
+				return -E2BIG;
+		}
+	} else {
+		how.flags = s->open_flags;
+		how.mode = (how.flags & (O_CREAT | O_TMPFILE)) ? s->len : 0;
+	}
+	how.flags |= O_LARGEFILE;
+	if (s->file_index)
+		how.flags |= O_CLOEXEC;
+	int dfd = s->fd;
+	if (ctx != CTX_WORKER) {
+		if (how.flags & (O_CREAT | O_TRUNC | O_TMPFILE) || (s->flags & IOSQE_ASYNC))
+			return exec_punt(q);
+		struct open_how c = how;
+		c.resolve |= RESOLVE_CACHED;     /* the inline try: only if the lookup is cached */
+		long fd = syscall(SYS_openat2, dfd, q->p1, &c, sizeof(c));
+		if (fd < 0 && (errno == EAGAIN || errno == ENOSYS || errno == EPERM))
+			return exec_punt(q);
+		if (fd < 0)
+			return -errno;
+		exec_fcache_drop(q->r, (int)fd);
+		return s->file_index ? install_direct(q, (int)fd) : (int32_t)fd;
+	}
+	long fd = syscall(SYS_openat2, dfd, q->p1, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS && s->opcode == IORING_OP_OPENAT)
+		fd = openat(dfd, q->p1, (int)how.flags, (mode_t)how.mode);
+	if (fd < 0)
+		return -errno;
+	exec_fcache_drop(q->r, (int)fd);
+	return s->file_index ? install_direct(q, (int)fd) : (int32_t)fd;
+}
+
+static int32_t op_close(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	struct io_uring_sqe *s = &q->sqe;
+	if (s->file_index) {
+		unsigned idx = s->file_index - 1;
+		int fd = -1, e = 0;
+		pthread_mutex_lock(&r->lock);
+		if (idx >= r->nfiles)
+			e = -EINVAL;
+		else if (r->files[idx].fd < 0)
+			e = -EBADF;
+		else {
+			fd = r->files[idx].fd;
+			r->files[idx].fd = -1;
+			if (r->file_tags[idx])
+				emu_post(r, r->file_tags[idx], 0, 0, 1);
+			r->file_tags[idx] = 0;
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	if (s->fd < 0)
+		return -EBADF;
+	if (emu_find(s->fd))
+		return -EBADF;          /* a ring's fd is closed by io_uring_queue_exit */
+	exec_fcache_drop(r, s->fd);
+	return close(s->fd) < 0 ? -errno : 0;
+}
+
+static int32_t op_splice(struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	struct emu_ring *r = q->r;
+	int e = req_file(q);
+	if (e)
+		return e;
+	unsigned sf = s->splice_flags;
+	if (sf & ~(SPLICE_F_FD_IN_FIXED | SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT))
+		return -EINVAL;
+	struct fent in;
+	if ((e = exec_file(r, s->splice_fd_in, (sf & SPLICE_F_FD_IN_FIXED) ? 1 : 0, &in)) < 0)
+		return e;
+	sf &= ~SPLICE_F_FD_IN_FIXED;
+	if (s->opcode == IORING_OP_TEE) {
+		if (s->splice_off_in || s->off)
+			return -EINVAL;
+		return ret_errno(tee(in.fd, q->fd, s->len, sf));
+	}
+	loff_t oin = (loff_t)s->splice_off_in, oout = (loff_t)s->off;
+	return ret_errno(splice(in.fd, oin == -1 ? NULL : &oin, q->fd, oout == -1 ? NULL : &oout, s->len, sf));
+}
+
+static int32_t op_msg_ring(struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	if (s->addr != IORING_MSG_DATA)
+		return -EINVAL;                   /* IORING_MSG_SEND_FD: not emulated */
+	if (s->msg_ring_flags)
+		return -EINVAL;
+	int e = req_file(q);
+	if (e)
+		return e;
+	struct emu_ring *t = emu_find(q->fd);
+	if (!t)
+		return -EBADFD;
+	pthread_mutex_lock(&t->lock);
+	if (t->dying)
+		e = -EBADFD;
+	else
+		emu_post(t, s->off, (int32_t)s->len, 0, 1);
+	pthread_mutex_unlock(&t->lock);
+	return e;
+}
+
+static int32_t op_timeout(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	uint64_t dl;
+	int e = kts_to_deadline(&q->ts, q->sqe.timeout_flags, &dl);
+	if (e)
+		return e;
+	pthread_mutex_lock(&r->lock);
+	q->deadline = dl;
+	q->target = 0;
+	if (q->sqe.off) {
+		q->target = r->ncompleted + q->sqe.off;
+		r->ncount++;
+	}
+	q->state = RS_TIMEOUT;
+	reactor_start_locked(r);
+	reactor_kick(r);
+	pthread_mutex_unlock(&r->lock);
+	return Q_QUEUED;
+}
+
+static struct ureq *find_locked(struct emu_ring *r, struct ureq *self, uint64_t ud, unsigned op, int state)
+{
+	for (struct ureq *x = r->live; x; x = x->next)
+		if (x != self && x->sqe.user_data == ud && x->sqe.opcode == op && x->state == state)
+			return x;
+	return NULL;
+}
+
+static int32_t op_timeout_remove(struct ureq *q, struct ureq **run)
+{
+	struct emu_ring *r = q->r;
+	struct io_uring_sqe *s = &q->sqe;
+	unsigned fl = s->timeout_flags;
+	int lt = !!(fl & IORING_LINK_TIMEOUT_UPDATE);
+	unsigned op = lt ? IORING_OP_LINK_TIMEOUT : IORING_OP_TIMEOUT;
+	int32_t res;
+	pthread_mutex_lock(&r->lock);
+	struct ureq *t = find_locked(r, q, s->addr, op, RS_TIMEOUT);
+	if (!t) {
+		res = -ENOENT;
+	} else if (fl & (IORING_TIMEOUT_UPDATE | IORING_LINK_TIMEOUT_UPDATE)) {
+		uint64_t dl;
+		res = kts_to_deadline(&q->ts, fl & ~(IORING_TIMEOUT_UPDATE | IORING_LINK_TIMEOUT_UPDATE), &dl);
+		if (!res) {
+			t->deadline = dl;
+			reactor_kick(r);
+		}
+	} else {
+		if (t->target)
+			r->ncount--;
+		exec_complete_locked(t, -ECANCELED, run);
+		res = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return res;
+}
+
+static int32_t op_poll_add(struct ureq *q, int ctx)
+{
+	int e = req_file(q);
+	if (e)
+		return e;
+	short ev = (short)(q->sqe.poll32_events & 0xffff);
+	if (ctx == CTX_INLINE) {
+		struct pollfd p = { q->fd, ev, 0 };
+		int n = poll(&p, 1, 0);
+		if (n > 0)
+			return p.revents & (ev | POLLERR | POLLHUP | POLLNVAL);
+	}
+	return exec_wait_ready(q, ev);
+}
+
+static int32_t op_poll_remove(struct ureq *q, struct ureq **run)
+{
+	struct emu_ring *r = q->r;
+	struct io_uring_sqe *s = &q->sqe;
+	unsigned fl = s->len;
+	if (fl & ~(IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA))
+		return -EINVAL;
+	int32_t res = 0;
+	pthread_mutex_lock(&r->lock);
+	struct ureq *t = find_locked(r, q, s->addr, IORING_OP_POLL_ADD, RS_POLL);
+	if (!t) {
+		res = -ENOENT;
+	} else if (fl) {
+		if (fl & IORING_POLL_UPDATE_EVENTS)
+			t->pevents = (short)(s->poll32_events & 0xffff);
+		if (fl & IORING_POLL_UPDATE_USER_DATA)
+			t->sqe.user_data = s->off;
+		t->pgen = ++r->pgen;
+		reactor_kick(r);
+	} else {
+		exec_complete_locked(t, -ECANCELED, run);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return res;
+}
+
+/* Cancel q (found by a cancel or a firing LINK_TIMEOUT). Ring lock held.
+ * 0: cancelled (its CQE posted), -EALREADY: running, -ENOENT: not cancellable. */
+int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct ureq **run)
+{
+	switch (q->state) {
+	case RS_WQ: {
+		struct ureq **pp = &r->wq_head, *prev = NULL;
+		while (*pp && *pp != q) {
+			prev = *pp;
+			pp = &(*pp)->qnext;
+		}
+		if (*pp) {
+			*pp = q->qnext;
+			if (r->wq_tail == q)
+				r->wq_tail = prev;
+		}
+		q->qnext = NULL;
+		break;
+	}
+	case RS_DEFER: {
+		struct ureq **pp = &r->defer_head, *prev = NULL;
+		while (*pp && *pp != q) {
+			prev = *pp;
+			pp = &(*pp)->qnext;
+		}
+		if (*pp) {
+			*pp = q->qnext;
+			if (r->defer_tail == q)
+				r->defer_tail = prev;
+		}
+		q->qnext = NULL;
+		r->inflight += q->chain_n;    /* completion counts them out again */
+		break;
+	}
+	case RS_POLL:
+		reactor_kick(r);
+		break;
+	case RS_TIMEOUT:
+		if (q->sqe.opcode == IORING_OP_TIMEOUT && q->target)
+			r->ncount--;
+		break;
+	case RS_RUN:
+	case RS_AIO:
+		return -EALREADY;
+	default:
+		return -ENOENT;
+	}
+	if (q->sqe.opcode == IORING_OP_LINK_TIMEOUT && q->lt_target) {
+		q->lt_target->lt = NULL;
+		q->lt_target = NULL;
+	}
+	exec_buf_recycle_locked(q);
+	q->cflags = 0;
+	exec_complete_locked(q, res, run);
+	return 0;
+}
+
+static int cancel_match(struct ureq *x, struct ureq *self, unsigned fl, uint64_t ud, int fd)
+{
+	if (x == self || x->state == RS_CHAIN || x->state == RS_LT_IDLE || x->state == RS_FREE)
+		return 0;
+	if (fl & IORING_ASYNC_CANCEL_ANY)
+		return 1;
+	if (fl & IORING_ASYNC_CANCEL_FD) {
+		int fixed = !!(x->sqe.flags & IOSQE_FIXED_FILE);
+		return x->sqe.fd == fd && fixed == !!(fl & IORING_ASYNC_CANCEL_FD_FIXED);
+	}
+	return x->sqe.user_data == ud;
+}
+
+static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl, uint64_t ud, int fd,
+			     struct ureq **run)
+{
+	int all = !!(fl & (IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_ANY));
+	int found = 0, canceled = 0, running = 0;
+	for (int again = 1; again;) {
+		again = 0;
+		for (struct ureq *x = r->live; x; x = x->next) {
+			if (!cancel_match(x, self, fl, ud, fd) || x->canceled)
+				continue;
+			found++;
+			x->canceled = 1;
+			int e = exec_cancel_locked(r, x, -ECANCELED, run);
+			if (e == 0) {
+				canceled++;
+				again = 1;            /* the live list changed */
+				break;
+			}
+			if (e == -EALREADY)
+				running++;
+			if (!all)
+				break;
+		}
+		if (!all && found)
+			break;
+	}
+	for (struct ureq *x = r->live; x; x = x->next)
+		if (x->state == RS_RUN || x->state == RS_AIO)
+			x->canceled = 0;
+	if (!found)
+		return -ENOENT;
+	if (all)
+		return canceled + running ? canceled : -ENOENT;
+	return canceled ? 0 : -EALREADY;
+}
+
+static int32_t op_cancel(struct ureq *q, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	unsigned fl = s->cancel_flags;
+	if (fl & ~(IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY |
+		   IORING_ASYNC_CANCEL_FD_FIXED))
+		return -EINVAL;
+	if ((fl & IORING_ASYNC_CANCEL_FD_FIXED) && !(fl & IORING_ASYNC_CANCEL_FD))
+		return -EINVAL;
+	pthread_mutex_lock(&q->r->lock);
+	int32_t res = cancel_locked(q->r, q, fl, s->addr, s->fd, run);
+	pthread_mutex_unlock(&q->r->lock);
+	return res;
+}
+
+int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg)
+{
+	for (int i = 0; i < 4; i++)
+		if (reg->pad[i])
+			return -EINVAL;
+	unsigned fl = reg->flags;
+	if (fl & ~(IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY |
+		   IORING_ASYNC_CANCEL_FD_FIXED))
+		return -EINVAL;
+	struct ureq *run = NULL;
+	pthread_mutex_lock(&r->lock);
+	int32_t res = cancel_locked(r, NULL, fl, reg->addr, reg->fd, &run);
+	pthread_mutex_unlock(&r->lock);
+	exec_issue_list(run, CTX_INLINE);
+	return res < 0 ? res : 0;
+}
+
+/* ---- dispatch ---- */
+
+static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	unsigned op = s->opcode;
+	if (ctx == CTX_INLINE && op_where[op] == W_WORKER)
+		return exec_punt(q);
+	if (ctx == CTX_INLINE && (s->flags & IOSQE_ASYNC) && op_where[op] == W_INLINE && !is_rw(op) &&
+	    op != IORING_OP_SEND && op != IORING_OP_RECV && op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG &&
+	    op != IORING_OP_ACCEPT && op != IORING_OP_POLL_ADD && op != IORING_OP_TIMEOUT &&
+	    op != IORING_OP_LINK_TIMEOUT && op != IORING_OP_OPENAT && op != IORING_OP_OPENAT2)
+		return exec_punt(q);
+	int e;
+	switch (op) {
+	case IORING_OP_NOP:
+		return 0;
+	case IORING_OP_READ:
+	case IORING_OP_WRITE:
+	case IORING_OP_READV:
+	case IORING_OP_WRITEV:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_WRITE_FIXED:
+		return op_rw(q, ctx);
+	case IORING_OP_FSYNC:
+		if ((e = req_file(q)))
+			return e;
+		return ret_errno((s->fsync_flags & IORING_FSYNC_DATASYNC) ? fdatasync(q->fd) : fsync(q->fd));
+	case IORING_OP_SYNC_FILE_RANGE:
+		if ((e = req_file(q)))
+			return e;
+		return ret_errno(sync_file_range(q->fd, (off64_t)s->off, s->len, s->sync_range_flags));
+	case IORING_OP_FALLOCATE:
+		if ((e = req_file(q)))
+			return e;
+		return ret_errno(fallocate(q->fd, (int)s->len, (off_t)s->off, (off_t)s->addr));
+	case IORING_OP_FADVISE: {
+		if ((e = req_file(q)))
+			return e;
+		int adv = (int)s->fadvise_advice;
+		if (ctx == CTX_INLINE && adv != POSIX_FADV_NORMAL && adv != POSIX_FADV_RANDOM &&
+		    adv != POSIX_FADV_SEQUENTIAL)
+			return exec_punt(q);
+		return -posix_fadvise(q->fd, (off_t)s->off, (off_t)s->len, adv);
+	}
+	case IORING_OP_MADVISE:
+		return ret_errno(madvise((void *)(uintptr_t)s->addr, s->len, (int)s->fadvise_advice));
+	case IORING_OP_POLL_ADD:
+		return op_poll_add(q, ctx);
+	case IORING_OP_POLL_REMOVE:
+		return op_poll_remove(q, run);
+	case IORING_OP_SENDMSG:
+	case IORING_OP_RECVMSG:
+	case IORING_OP_SEND:
+	case IORING_OP_RECV:
+		return op_sendrecv(q, ctx);
+	case IORING_OP_ACCEPT:
+		return op_accept(q, ctx);
+	case IORING_OP_CONNECT:
+		return op_connect(q, ctx);
+	case IORING_OP_SHUTDOWN:
+		if ((e = req_file(q)))
+			return e;
+		return ret_errno(shutdown(q->fd, (int)s->len));
+	case IORING_OP_SOCKET: {
+		int fd = socket(s->fd, (int)s->off | (s->file_index ? SOCK_CLOEXEC : 0), (int)s->len);
+		if (fd < 0)
+			return -errno;
+		return s->file_index ? install_direct(q, fd) : fd;
+	}
+	case IORING_OP_TIMEOUT:
+		return op_timeout(q);
+	case IORING_OP_TIMEOUT_REMOVE:
+		return op_timeout_remove(q, run);
+	case IORING_OP_LINK_TIMEOUT:
+		return -EINVAL;                   /* not after a linked request */
+	case IORING_OP_ASYNC_CANCEL:
+		return op_cancel(q, run);
+	case IORING_OP_OPENAT:
+	case IORING_OP_OPENAT2:
+		return op_open(q, ctx);
+	case IORING_OP_CLOSE:
+		return op_close(q);
+	case IORING_OP_FILES_UPDATE:
+		if (s->flags & IOSQE_FIXED_FILE || s->rw_flags || s->splice_fd_in)
+			return -EINVAL;
+		if (!s->len)
+			return -EINVAL;
+		if (!q->r->files)
+			return -ENXIO;
+		return emu_update_files(q->r, (unsigned)s->off, (int *)(uintptr_t)s->addr, NULL, s->len);
+	case IORING_OP_STATX:
+		return ret_errno(statx(s->fd, q->p1, (int)s->statx_flags, s->len,
+				       (struct statx *)(uintptr_t)s->addr2));
+	case IORING_OP_EPOLL_CTL: {
+		struct epoll_event ev;
+		if ((e = req_file(q)))
+			return e;
+		int eop = (int)s->len;
+		if (eop != EPOLL_CTL_DEL && ucopy(&ev, (void *)(uintptr_t)s->addr, sizeof(ev)) < 0)
+			return -EFAULT;
+		return ret_errno(epoll_ctl(q->fd, eop, (int)s->off, &ev));
+	}
+	case IORING_OP_SPLICE:
+	case IORING_OP_TEE:
+		return op_splice(q);
+	case IORING_OP_PROVIDE_BUFFERS:
+		return op_provide(q);
+	case IORING_OP_REMOVE_BUFFERS:
+		return op_remove_bufs(q);
+	case IORING_OP_RENAMEAT:
+		return ret_errno(renameat2(s->fd, q->p1, (int)s->len, q->p2, s->rename_flags));
+	case IORING_OP_UNLINKAT:
+		if (s->unlink_flags & ~AT_REMOVEDIR)
+			return -EINVAL;
+		return ret_errno(unlinkat(s->fd, q->p1, (int)s->unlink_flags));
+	case IORING_OP_MKDIRAT:
+		return ret_errno(mkdirat(s->fd, q->p1, (mode_t)s->len));
+	case IORING_OP_SYMLINKAT:
+		return ret_errno(symlinkat(q->p1, s->fd, q->p2));
+	case IORING_OP_LINKAT:
+		return ret_errno(linkat(s->fd, q->p1, (int)s->len, q->p2, (int)s->hardlink_flags));
+	case IORING_OP_MSG_RING:
+		return op_msg_ring(q);
+	case IORING_OP_FSETXATTR:
+		if ((e = req_file(q)))
+			return e;
+		return ret_errno(fsetxattr(q->fd, q->p1, (void *)(uintptr_t)s->addr2, s->len, (int)s->xattr_flags));
+	case IORING_OP_FGETXATTR:
+		if ((e = req_file(q)))
+			return e;
+		return ret_errno(fgetxattr(q->fd, q->p1, (void *)(uintptr_t)s->addr2, s->len));
+	case IORING_OP_SETXATTR:
+		return ret_errno(setxattr(q->p2, q->p1, (void *)(uintptr_t)s->addr2, s->len, (int)s->xattr_flags));
+	case IORING_OP_GETXATTR:
+		return ret_errno(getxattr(q->p2, q->p1, (void *)(uintptr_t)s->addr2, s->len));
+	default:
+		return -EINVAL;
+	}
+}
+
+/* ---- completion, links, drain ---- */
+
+/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC). */
+static __thread int tls_in_submit;
+
+static int short_transfer(struct ureq *q, int32_t res)
+{
+	unsigned op = q->sqe.opcode;
+	if (res < 0)
+		return 0;
+	if (is_rw(op)) {
+		uint64_t want = 0;
+		if (op == IORING_OP_READV || op == IORING_OP_WRITEV) {
+			if (q->iov && !q->done) {
+				for (int i = 0; i < q->niov; i++)
+					want += q->iov[i].iov_len;
+			} else if (q->has_buf) {
+				want = q->blen;
+			} else {
+				unsigned n = q->sqe.len;
+				struct iovec v;
+				for (unsigned i = 0; i < n && i < UIO_MAXIOV; i++) {
+					if (ucopy(&v, (struct iovec *)(uintptr_t)q->sqe.addr + i, sizeof(v)) < 0)
+						return 1;
+					want += v.iov_len;
+				}
+			}
+		} else {
+			want = q->has_buf ? q->blen : q->sqe.len;
+		}
+		return (uint64_t)res < want;
+	}
+	if ((op == IORING_OP_SEND || op == IORING_OP_RECV) && (q->sqe.msg_flags & MSG_WAITALL))
+		return (uint32_t)res < q->sqe.len;
+	return 0;
+}
+
+static void push_run(struct ureq **run, struct ureq *q)
+{
+	q->qnext = *run;
+	*run = q;
+}
+
+/* Complete one request that never ran: -ECANCELED (or its own prep error). */
+static void cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res)
+{
+	if (m->lt) {
+		struct ureq *lt = m->lt;
+		m->lt = NULL;
+		emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
+		r->inflight--;
+		exec_put_locked(r, lt);
+	}
+	emu_post(r, m->sqe.user_data, res, 0, 1);
+	r->ncompleted++;
+	r->inflight--;
+	exec_put_locked(r, m);
+}
+
+static void release_deferred_locked(struct emu_ring *r, struct ureq **run)
+{
+	while (r->defer_head && r->inflight == 0) {
+		int first = 1;
+		while (r->defer_head) {
+			struct ureq *h = r->defer_head;
+			if ((h->sqe.flags & IOSQE_IO_DRAIN) && !first)
+				break;
+			r->defer_head = h->qnext;
+			if (!r->defer_head)
+				r->defer_tail = NULL;
+			r->inflight += h->chain_n;
+			h->state = RS_RUN;
+			push_run(run, h);
+			if (h->sqe.flags & IOSQE_IO_DRAIN)
+				break;
+			first = 0;
+		}
+		break;
+	}
+}
+
+void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
+{
+	struct emu_ring *r = q->r;
+	if (q->lt) {
+		struct ureq *lt = q->lt;
+		q->lt = NULL;
+		lt->lt_target = NULL;
+		emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
+		r->inflight--;
+		exec_put_locked(r, lt);
+	}
+	int failed = res < 0 || short_transfer(q, res);
+	if (res == -ETIME && q->sqe.opcode == IORING_OP_TIMEOUT && (q->sqe.timeout_flags & IORING_TIMEOUT_ETIME_SUCCESS))
+		failed = 0;
+	uint32_t cflags = q->cflags;
+	if (q->has_buf && res == -ECANCELED) {
+		exec_buf_recycle_locked(q);
+		cflags = 0;
+	} else if (!q->has_buf) {
+		cflags &= ~(IORING_CQE_F_BUFFER | 0xffff0000u);
+	}
+	if (!(q->sqe.flags & IOSQE_CQE_SKIP_SUCCESS) || failed)
+		emu_post(r, q->sqe.user_data, res, cflags, !tls_in_submit);
+	if (q->sqe.opcode != IORING_OP_TIMEOUT) {
+		r->ncompleted++;
+		if (r->ncount)
+			timeouts_count_locked(r, run);
+	}
+	struct ureq *next = q->link;
+	q->link = NULL;
+	if (next) {
+		if (failed && !(q->sqe.flags & IOSQE_IO_HARDLINK)) {
+			while (next) {
+				struct ureq *n2 = next->link;
+				cancel_one_locked(r, next, next->prep_err ? next->prep_err : -ECANCELED);
+				next = n2;
+			}
+		} else {
+			next->state = RS_RUN;
+			push_run(run, next);
+		}
+	}
+	r->inflight--;
+	exec_put_locked(r, q);
+	if (r->inflight == 0 && r->defer_head)
+		release_deferred_locked(r, run);
+}
+
+void exec_complete(struct ureq *q, int32_t res)
+{
+	struct ureq *run = NULL;
+	pthread_mutex_lock(&q->r->lock);
+	exec_complete_locked(q, res, &run);
+	pthread_mutex_unlock(&q->r->lock);
+	exec_issue_list(run, CTX_WORKER);
+}
+
+/* A chain whose member failed preparation: nothing runs, each gets its error or -ECANCELED. */
+static void fail_chain_locked(struct emu_ring *r, struct ureq *h)
+{
+	while (h) {
+		struct ureq *n = h->link;
+		cancel_one_locked(r, h, h->prep_err ? h->prep_err : -ECANCELED);
+		h = n;
+	}
+}
+
+static void arm_lt(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	struct ureq *lt = q->lt;
+	uint64_t dl;
+	if (kts_to_deadline(&lt->ts, lt->sqe.timeout_flags, &dl) < 0)
+		dl = now_ns();
+	pthread_mutex_lock(&r->lock);
+	if (q->lt == lt && lt->state == RS_LT_IDLE) {
+		lt->deadline = dl;
+		lt->state = RS_TIMEOUT;
+		reactor_start_locked(r);
+		reactor_kick(r);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Run one request that is ready (state RS_RUN); returns what became ready after it. */
+static struct ureq *run_one(struct ureq *q, int ctx)
+{
+	struct emu_ring *r = q->r;
+	struct ureq *run = NULL;
+	if (r->dying) {
+		pthread_mutex_lock(&r->lock);
+		exec_put_locked(r, q);
+		pthread_mutex_unlock(&r->lock);
+		return NULL;
+	}
+	if (q->chain_fail) {
+		pthread_mutex_lock(&r->lock);
+		fail_chain_locked(r, q);
+		if (r->inflight == 0 && r->defer_head)
+			release_deferred_locked(r, &run);
+		pthread_mutex_unlock(&r->lock);
+		return run;
+	}
+	if (q->prep_err) {
+		pthread_mutex_lock(&r->lock);
+		exec_complete_locked(q, q->prep_err, &run);
+		pthread_mutex_unlock(&r->lock);
+		return run;
+	}
+	if (q->lt && q->lt->state == RS_LT_IDLE)
+		arm_lt(q);
+	int32_t res = op_exec(q, ctx, &run);
+	if (res == Q_QUEUED)
+		return run;
+	pthread_mutex_lock(&r->lock);
+	exec_complete_locked(q, res, &run);
+	pthread_mutex_unlock(&r->lock);
+	return run;
+}
+
+void exec_run(struct ureq *q, int ctx)
+{
+	q->qnext = NULL;
+	exec_issue_list(q, ctx);
+}
+
+void exec_issue_list(struct ureq *list, int ctx)
+{
+	while (list) {
+		struct ureq *q = list;
+		list = q->qnext;
+		q->qnext = NULL;
+		struct ureq *more = run_one(q, ctx);
+		while (more) {
+			struct ureq *m = more;
+			more = m->qnext;
+			m->qnext = list;
+			list = m;
+		}
+	}
+}
+
+/* A finished chain (head h) goes to run or waits behind a drain. Ring lock held. */
+static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq ***tailp)
+{
+	if (r->defer_head || ((h->sqe.flags & IOSQE_IO_DRAIN) && r->inflight)) {
+		h->state = RS_DEFER;
+		h->qnext = NULL;
+		if (r->defer_tail)
+			r->defer_tail->qnext = h;
+		else
+			r->defer_head = h;
+		r->defer_tail = h;
+		return;
+	}
+	r->inflight += h->chain_n;
+	h->state = RS_RUN;
+	h->qnext = NULL;
+	**tailp = h;
+	*tailp = &h->qnext;
+}
+
+unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
+{
+	unsigned head = *r->sq_head;
+	unsigned tail = __atomic_load_n(r->sq_tail, __ATOMIC_ACQUIRE);
+	unsigned avail = tail - head;
+	if (avail > r->sq_entries)
+		avail = r->sq_entries;
+	if (n > avail)
+		n = avail;
+	struct ureq *run = NULL, **rtail = &run;
+	struct ureq *chead = NULL, *ctail = NULL;
+	unsigned done = 0;
+	int stop = 0;
+	pthread_mutex_lock(&r->lock);
+	while (done < n && !stop) {
+		unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);
+		if (idx >= r->sq_entries) {
+			head++;
+			(*r->sq_dropped)++;
+			break;
+		}
+		struct ureq *q = req_get_locked(r);
+		if (!q) {
+			if (!done)
+				*err = -EAGAIN;
+			break;
+		}
+		head++;
+		done++;
+		memcpy(&q->sqe, (char *)r->sqes + (size_t)idx * r->sqe_size, sizeof(q->sqe));
+		q->prep_err = prep(r, q);
+		unsigned lf = q->sqe.flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
+		if (chead) {
+			/* q belongs to the open chain */
+			if (q->sqe.flags & IOSQE_IO_DRAIN)
+				chead->sqe.flags |= IOSQE_IO_DRAIN;
+			if (q->sqe.opcode == IORING_OP_LINK_TIMEOUT && !q->prep_err && ctail->lt == NULL &&
+			    ctail->sqe.opcode != IORING_OP_LINK_TIMEOUT) {
+				q->state = RS_LT_IDLE;
+				q->lt_target = ctail;
+				ctail->lt = q;
+				chead->chain_n++;
+				if (!lf) {
+					queue_chain_locked(r, chead, &rtail);
+					chead = ctail = NULL;
+				}
+				continue;
+			}
+			q->state = RS_CHAIN;
+			ctail->link = q;
+			ctail = q;
+			chead->chain_n++;
+			if (q->prep_err)
+				chead->chain_fail = 1;
+			if (!lf) {
+				queue_chain_locked(r, chead, &rtail);
+				if (chead->chain_fail && !(r->flags & IORING_SETUP_SUBMIT_ALL))
+					stop = 1;
+				chead = ctail = NULL;
+			}
+			continue;
+		}
+		q->chain_n = 1;
+		if (q->sqe.opcode == IORING_OP_LINK_TIMEOUT && !q->prep_err)
+			q->prep_err = -EINVAL;         /* nothing to guard */
+		if (lf) {
+			chead = ctail = q;
+			if (q->prep_err)
+				q->chain_fail = 1;
+			continue;
+		}
+		queue_chain_locked(r, q, &rtail);
+		if (q->prep_err && !(r->flags & IORING_SETUP_SUBMIT_ALL))
+			stop = 1;
+	}
+	if (chead)
+		queue_chain_locked(r, chead, &rtail);
+	__atomic_store_n(r->sq_head, head, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&r->lock);
+	tls_in_submit = 1;
+	exec_issue_list(run, CTX_INLINE);
+	tls_in_submit = 0;
+	kaio_flush(r);
+	return done;
+}

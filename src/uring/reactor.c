@@ -1,0 +1,289 @@
+/*
+ * reactor.c - the emulated ring's waiting thread: one per ring, started on
+ * first need, asleep in ppoll() otherwise. It waits for readiness (POLL_ADD,
+ * and reads/writes/sends/receives/accepts on sockets and pipes that said
+ * EAGAIN: the kernel's FAST_POLL), for time (TIMEOUT, LINK_TIMEOUT) and for
+ * kernel AIO completions (their eventfd). A request waiting here can be
+ * cancelled at once, which is why nothing that merely waits blocks a worker.
+ *
+ * Must never: act on a request whose state or arming generation changed
+ * since the poll set was built (it may have been cancelled and reused), call
+ * an operation that can block (only the non-blocking retry runs here), or
+ * hold the ring lock in ppoll.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include "uring_int.h"
+
+int kts_to_deadline(const struct __kernel_timespec *ts, unsigned flags, uint64_t *out)
+{
+	uint64_t v = (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+	uint64_t now = now_ns();
+	if (flags & IORING_TIMEOUT_ABS) {
+		clockid_t c = (flags & IORING_TIMEOUT_BOOTTIME) ? CLOCK_BOOTTIME :
+			      (flags & IORING_TIMEOUT_REALTIME) ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+		struct timespec t;
+		clock_gettime(c, &t);
+		uint64_t cnow = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+		*out = v > cnow ? now + (v - cnow) : now;
+	} else {
+		*out = now + v;
+	}
+	if (!*out)
+		*out = 1;
+	return 0;
+}
+
+void reactor_kick(struct emu_ring *r)
+{
+	if (r->wake_fd >= 0) {
+		uint64_t one = 1;
+		ssize_t w = write(r->wake_fd, &one, sizeof(one));
+		(void)w;
+	}
+}
+
+void reactor_arm_locked(struct ureq *q, short events)
+{
+	struct emu_ring *r = q->r;
+	q->state = RS_POLL;
+	q->pevents = events;
+	q->revents = 0;
+	q->pgen = ++r->pgen;
+	reactor_start_locked(r);
+	reactor_kick(r);
+}
+
+/* TIMEOUTs whose completion count has been reached complete with 0. */
+int timeouts_count_locked(struct emu_ring *r, struct ureq **run)
+{
+	int n = 0;
+	for (int again = 1; again;) {
+		again = 0;
+		for (struct ureq *x = r->live; x; x = x->next) {
+			if (x->state == RS_TIMEOUT && x->sqe.opcode == IORING_OP_TIMEOUT && x->target &&
+			    r->ncompleted >= x->target) {
+				r->ncount--;
+				x->target = 0;
+				exec_complete_locked(x, 0, run);
+				n++;
+				again = 1;
+				break;
+			}
+		}
+	}
+	return n;
+}
+
+/* A LINK_TIMEOUT fired: cancel what it guards, then post its own CQE. */
+static void fire_lt_locked(struct emu_ring *r, struct ureq *lt, struct ureq **run)
+{
+	struct ureq *t = lt->lt_target;
+	int32_t res = -ETIME;
+	lt->lt_target = NULL;
+	if (t) {
+		t->lt = NULL;
+		int e = exec_cancel_locked(r, t, -ECANCELED, run);
+		if (e)
+			res = e;
+	}
+	emu_post(r, lt->sqe.user_data, res, 0, 1);
+	r->ncompleted++;
+	r->inflight--;
+	exec_put_locked(r, lt);
+}
+
+static void expire_locked(struct emu_ring *r, uint64_t now, uint64_t *next, struct ureq **run)
+{
+	for (int again = 1; again;) {
+		again = 0;
+		for (struct ureq *x = r->live; x; x = x->next) {
+			if (x->state != RS_TIMEOUT)
+				continue;
+			if (x->deadline > now) {
+				if (x->deadline < *next)
+					*next = x->deadline;
+				continue;
+			}
+			if (x->sqe.opcode == IORING_OP_LINK_TIMEOUT) {
+				fire_lt_locked(r, x, run);
+			} else {
+				if (x->target)
+					r->ncount--;
+				x->target = 0;
+				exec_complete_locked(x, -ETIME, run);
+			}
+			again = 1;
+			break;
+		}
+	}
+}
+
+struct pset {
+	struct pollfd *pf;
+	struct ureq **rq;
+	uint32_t *gen;
+	size_t cap;
+};
+
+static int pset_grow(struct pset *p, size_t n)
+{
+	if (n <= p->cap)
+		return 0;
+	size_t c = p->cap ? p->cap * 2 : 64;
+	while (c < n)
+		c *= 2;
+	struct pollfd *pf = realloc(p->pf, c * sizeof(*pf));
+	if (pf)
+		p->pf = pf;
+	struct ureq **rq = realloc(p->rq, c * sizeof(*rq));
+	if (rq)
+		p->rq = rq;
+	uint32_t *g = realloc(p->gen, c * sizeof(*g));
+	if (g)
+		p->gen = g;
+	if (!pf || !rq || !g)
+		return -ENOMEM;
+	p->cap = c;
+	return 0;
+}
+
+static void *reactor_main(void *arg)
+{
+	struct emu_ring *r = arg;
+	struct pset ps = { 0 };
+	for (;;) {
+		struct ureq *run = NULL;
+		uint64_t next = UINT64_MAX;
+		size_t n = 0;
+		int aio_slot = -1;
+		pthread_mutex_lock(&r->lock);
+		if (r->dying) {
+			pthread_mutex_unlock(&r->lock);
+			break;
+		}
+		expire_locked(r, now_ns(), &next, &run);
+		if (run) {
+			pthread_mutex_unlock(&r->lock);
+			exec_issue_list(run, CTX_REACTOR);
+			continue;
+		}
+		size_t want = 2;
+		for (struct ureq *x = r->live; x; x = x->next)
+			want += x->state == RS_POLL;
+		if (pset_grow(&ps, want) < 0) {
+			pthread_mutex_unlock(&r->lock);
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);           /* out of memory: try again shortly */
+			continue;
+		}
+		ps.pf[n++] = (struct pollfd){ r->wake_fd, POLLIN, 0 };
+		if (r->aio_state == 1 && r->aio_inflight) {
+			aio_slot = (int)n;
+			ps.pf[n++] = (struct pollfd){ r->aio_efd, POLLIN, 0 };
+		}
+		for (struct ureq *x = r->live; x; x = x->next) {
+			if (x->state != RS_POLL)
+				continue;
+			ps.pf[n] = (struct pollfd){ x->fd, x->pevents, 0 };
+			ps.rq[n] = x;
+			ps.gen[n] = x->pgen;
+			n++;
+		}
+		pthread_mutex_unlock(&r->lock);
+
+		struct timespec ts, *tsp = NULL;
+		if (next != UINT64_MAX) {
+			uint64_t now = now_ns(), d = next > now ? next - now : 0;
+			ts.tv_sec = (time_t)(d / 1000000000ull);
+			ts.tv_nsec = (long)(d % 1000000000ull);
+			tsp = &ts;
+		}
+		int pr = ppoll(ps.pf, (nfds_t)n, tsp, NULL);
+		if (pr <= 0)
+			continue;
+		uint64_t v;
+		if (ps.pf[0].revents) {
+			ssize_t rd = read(r->wake_fd, &v, sizeof(v));
+			(void)rd;
+		}
+		struct ureq *retry = NULL;
+		pthread_mutex_lock(&r->lock);
+		if (aio_slot >= 0 && ps.pf[aio_slot].revents) {
+			ssize_t rd = read(r->aio_efd, &v, sizeof(v));
+			(void)rd;
+			kaio_reap_locked(r, &run);
+		}
+		for (size_t i = 1; i < n; i++) {
+			if ((int)i == aio_slot || !ps.pf[i].revents)
+				continue;
+			struct ureq *x = ps.rq[i];
+			if (x->state != RS_POLL || x->pgen != ps.gen[i])
+				continue;           /* cancelled, re-armed or reused meanwhile */
+			short rev = ps.pf[i].revents;
+			if (x->sqe.opcode == IORING_OP_POLL_ADD) {
+				x->state = RS_RUN;
+				exec_complete_locked(x, rev & (x->pevents | POLLERR | POLLHUP | POLLNVAL), &run);
+				continue;
+			}
+			x->state = RS_RUN;
+			x->revents = rev;
+			x->qnext = retry;
+			retry = x;
+			if (x->fe.kind == FK_OTHER || x->fe.kind == FK_REG) {
+				/* a regular file is always "ready": a misrouted request goes to a worker */
+				exec_fcache_drop(r, x->sqe.fd);
+			}
+		}
+		pthread_mutex_unlock(&r->lock);
+		exec_issue_list(run, CTX_REACTOR);
+		exec_issue_list(retry, CTX_REACTOR);
+	}
+	free(ps.pf);
+	free(ps.rq);
+	free(ps.gen);
+	emu_put(r);
+	return NULL;
+}
+
+int reactor_start_locked(struct emu_ring *r)
+{
+	if (r->reactor_on)
+		return 0;
+	if (r->wake_fd < 0) {
+		r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (r->wake_fd < 0)
+			return -errno;
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_fetch_add(&r->refs, 1);
+	int e = pthread_create(&r->reactor, NULL, reactor_main, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		atomic_fetch_sub(&r->refs, 1);
+		return -e;
+	}
+	r->reactor_on = 1;
+	return 0;
+}
+
+void reactor_stop(struct emu_ring *r)
+{
+	pthread_mutex_lock(&r->lock);
+	int on = r->reactor_on;
+	r->reactor_on = 0;
+	reactor_kick(r);
+	pthread_mutex_unlock(&r->lock);
+	if (on)
+		pthread_join(r->reactor, NULL);
+	if (r->wake_fd >= 0)
+		close(r->wake_fd);
+	r->wake_fd = -1;
+}

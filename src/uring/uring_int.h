@@ -1,0 +1,245 @@
+/*
+ * uring_int.h - the drop-in liburing's internal header (src/uring/ only).
+ *
+ * The library has two faces behind liburing's exported functions: a ring the
+ * kernel runs (every call is a raw io_uring_* system call) and a ring emulated
+ * in this process (struct emu_ring, found by its ring fd). The emulated ring
+ * lays its memory out as the kernel does, so liburing.h's inline helpers work
+ * on it unchanged; an executor (exec.c) performs each SQE inline when it
+ * cannot block, on worker threads (wq.c) when it may, on the reactor thread
+ * (reactor.c: poll, timeouts, kernel AIO completions) when it waits for an
+ * event.
+ *
+ * Must never: include anything of src/lib or src/server (this room reaches
+ * only down: src/common and the system), or dereference a pointer taken from
+ * an SQE or an io_uring_register argument without going through ucopy()/
+ * uwrite() or a system call that checks it (a bad pointer is -EFAULT, never a
+ * crash).
+ */
+#ifndef URING_INT_H
+#define URING_INT_H
+
+#define LIBURING_INTERNAL 1
+#include <liburing.h>
+#include <linux/aio_abi.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Highest fd number an emulated ring can have (its eventfd is moved below). */
+#define EMU_MAX_FD 65536
+#define EMU_MAX_ENTRIES 32768u
+#define EMU_MAX_CQ (2u * EMU_MAX_ENTRIES)
+#define EMU_INLINE_IOV 4
+#define EMU_FCACHE 1024
+
+/* How an fd is served: kind decides inline/poll/worker, direct decides AIO. */
+enum { FK_UNKNOWN = 0, FK_REG, FK_POLL, FK_SOCK, FK_OTHER };
+struct fent {
+	int fd;                  /* real fd (registered files: our dup) or -1 */
+	uint8_t kind, direct, nonblock;
+	uint8_t valid;                 /* fcache: filled (read/written with __atomic) */
+};
+
+/* Where a request is. Cancellation looks at it under the ring lock. */
+enum {
+	RS_FREE = 0, RS_CHAIN,     /* waiting for its predecessor in a link chain */
+	RS_DEFER,                  /* held back by IOSQE_IO_DRAIN */
+	RS_RUN,                    /* being executed by some thread now */
+	RS_WQ,                     /* queued for a worker, not started */
+	RS_POLL,                   /* waiting in the reactor for readiness */
+	RS_TIMEOUT,                /* TIMEOUT or armed LINK_TIMEOUT */
+	RS_AIO,                    /* in the kernel's AIO */
+	RS_LT_IDLE,                /* LINK_TIMEOUT not armed yet */
+};
+
+struct emu_ring;
+
+struct ureq {
+	struct io_uring_sqe sqe;       /* private copy, never re-read from the ring */
+	struct emu_ring *r;
+	struct ureq *link;             /* next request of the chain */
+	struct ureq *lt;               /* armed/attached LINK_TIMEOUT, or NULL */
+	struct ureq *lt_target;        /* for a LINK_TIMEOUT: the request it guards */
+	struct ureq *next, *prev;      /* live list (all requests in flight) */
+	struct ureq *qnext;            /* work queue / defer queue */
+	uint8_t state, chain_fail, canceled, connecting;
+	uint32_t chain_n;              /* head of a chain: how many requests it holds */
+	int32_t prep_err;
+	int32_t res;
+	uint32_t cflags;
+	int fd;                        /* real fd to use */
+	struct fent fe;
+	uint64_t done;                 /* bytes already done (short read continuation) */
+	uint64_t deadline;             /* CLOCK_MONOTONIC ns, timeouts */
+	uint64_t target;               /* TIMEOUT: completion count that fires it */
+	short pevents;                 /* reactor: events waited for */
+	short revents;
+	uint32_t pgen;
+	/* buffer selection */
+	uint8_t has_buf, buf_ring;
+	uint16_t bid, bgid;
+	uint64_t baddr;
+	uint32_t blen;
+	/* stable copies for async work */
+	struct iovec *iov;
+	int niov;
+	struct iovec iov_in[EMU_INLINE_IOV];
+	struct msghdr msg;             /* SENDMSG/RECVMSG copy (punted) */
+	struct msghdr *umsg;
+	struct iocb cb;                /* AIO */
+	char *p1, *p2;                 /* path arguments copied at submission */
+	struct __kernel_timespec ts;   /* TIMEOUT/LINK_TIMEOUT, copied at submission */
+};
+
+struct ovf {                       /* one CQE waiting for room in the CQ */
+	struct ovf *next;
+	struct io_uring_cqe cqe;
+	uint64_t big[2];
+};
+
+struct pbuf {                      /* one provided buffer (PROVIDE_BUFFERS) */
+	uint64_t addr;
+	uint32_t len;
+	uint16_t bid;
+};
+struct bgroup {
+	uint16_t bgid;
+	uint8_t used, is_ring;
+	/* classic: FIFO of buffers */
+	struct pbuf *bufs;
+	uint32_t head, count, cap;
+	/* ring: the application's io_uring_buf_ring */
+	struct io_uring_buf_ring *br;
+	uint32_t entries;
+	uint16_t rhead;
+};
+
+struct emu_ring {
+	_Atomic int refs;
+	int fd;                        /* the ring fd: an eventfd (see DROPIN.md) */
+	unsigned flags, features;
+	unsigned sq_entries, cq_entries;
+	uint32_t sqe_size, cqe_shift;
+	void *mem;                     /* SQ ring + CQ ring (one mapping) */
+	size_t mem_sz;
+	struct io_uring_sqe *sqes;
+	size_t sqes_sz;
+	unsigned *sq_head, *sq_tail, *sq_mask, *sq_entries_p, *sq_flags, *sq_dropped, *sq_array;
+	unsigned *cq_head, *cq_tail, *cq_mask, *cq_entries_p, *cq_overflow, *cq_flags;
+	struct io_uring_cqe *cqes;
+	struct io_uring_params params;  /* the offsets handed out */
+
+	pthread_mutex_t sq_lock;       /* one submitter at a time (uring_lock) */
+	pthread_mutex_t lock;          /* everything below */
+	int dying, disabled;
+	int rfd_signalled;             /* ring eventfd holds a count */
+	struct ovf *ovf_head, *ovf_tail;
+	unsigned novf;
+	uint64_t ncompleted;           /* non-timeout completions, for TIMEOUT count */
+	struct ureq *live;             /* requests in flight */
+	struct ureq *freelist;
+	unsigned inflight;             /* issued, not completed (for DRAIN) */
+	struct ureq *defer_head, *defer_tail;
+	unsigned ncount;               /* TIMEOUTs waiting for a completion count */
+	int evfd, evfd_async;          /* registered eventfd */
+	/* registered resources */
+	struct iovec *bufs;
+	uint64_t *buf_tags;
+	unsigned nbufs;
+	struct fent *files;
+	uint64_t *file_tags;
+	unsigned nfiles, alloc_lo, alloc_hi, alloc_next;
+	struct bgroup *groups;
+	unsigned ngroups;
+	struct fent fcache[EMU_FCACHE];
+	unsigned personalities;
+	/* workers */
+	pthread_cond_t wq_cond;
+	struct ureq *wq_head, *wq_tail;
+	unsigned wq_threads, wq_idle, wq_max;
+	/* reactor */
+	int reactor_on, wake_fd;
+	pthread_t reactor;
+	uint32_t pgen;
+	/* kernel AIO for O_DIRECT */
+	int aio_state;                 /* 0 untried, 1 on, -1 unavailable */
+	aio_context_t aio_ctx;
+	int aio_efd;
+	unsigned aio_inflight, aio_max;
+	struct iocb *aio_pend[64];
+	int aio_npend;
+	/* SQPOLL */
+	int sqp_on, sqp_sleeping;
+	pthread_t sqp;
+	pthread_cond_t sqp_cond;       /* poller sleeps here (NEED_WAKEUP) */
+	pthread_cond_t sqspace_cond;   /* SQ_WAIT waiters */
+	unsigned sq_idle_ms;
+	/* statistics (URING_STATS, tests) */
+	_Atomic uint64_t st_inline, st_wq, st_poll, st_aio;
+};
+
+/* emu.c */
+struct emu_ring *emu_find(int fd);
+int emu_setup(unsigned entries, struct io_uring_params *p);
+int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete,
+	      unsigned flags, const void *arg, size_t argsz);
+int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr);
+int emu_mmap(struct emu_ring *r, struct io_uring_params *p, struct io_uring *ring);
+int emu_close(struct emu_ring *r);
+void emu_put(struct emu_ring *r);
+void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int async);
+void emu_signal_efd(struct emu_ring *r);
+int emu_forced(void);
+int ucopy(void *dst, const void *src, size_t n);
+int uwrite(void *dst, const void *src, size_t n);
+uint64_t now_ns(void);
+
+/* exec.c */
+#define Q_QUEUED (-0x40000000)    /* op result: someone else completes it */
+int emu_update_files(struct emu_ring *r, unsigned off, int *ufds, const uint64_t *utags, unsigned nr);
+int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg);
+int exec_punt(struct ureq *q);
+int exec_wait_ready(struct ureq *q, short events);
+
+unsigned exec_submit(struct emu_ring *r, unsigned n, int *err);
+void exec_run(struct ureq *q, int ctx);
+void exec_complete(struct ureq *q, int32_t res);
+void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **next);
+void exec_issue_list(struct ureq *list, int ctx);
+int exec_supported(unsigned op);
+void exec_put_locked(struct emu_ring *r, struct ureq *q);
+void exec_live_del(struct ureq *q);
+int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct ureq **run);
+void exec_fill_probe(struct io_uring_probe *p, unsigned n);
+int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out);
+void exec_fcache_drop(struct emu_ring *r, int fd);
+void exec_buf_recycle_locked(struct ureq *q);
+enum { CTX_INLINE, CTX_WORKER, CTX_REACTOR };
+
+/* wq.c */
+void wq_queue(struct ureq *q);
+void wq_stop(struct emu_ring *r);
+
+/* reactor.c */
+int reactor_start_locked(struct emu_ring *r);
+void reactor_kick(struct emu_ring *r);
+void reactor_arm_locked(struct ureq *q, short events);
+void reactor_stop(struct emu_ring *r);
+int timeouts_count_locked(struct emu_ring *r, struct ureq **run);
+int kts_to_deadline(const struct __kernel_timespec *ts, unsigned flags, uint64_t *out);
+
+/* kaio.c */
+int kaio_submit(struct ureq *q, int wr, int ctx);
+void kaio_flush(struct emu_ring *r);
+int kaio_reap_locked(struct emu_ring *r, struct ureq **run);
+void kaio_fini(struct emu_ring *r);
+
+/* sqpoll (emu.c) */
+int sqpoll_start(struct emu_ring *r);
+void sqpoll_stop(struct emu_ring *r);
+
+#endif

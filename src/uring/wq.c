@@ -1,0 +1,111 @@
+/*
+ * wq.c - the emulated ring's worker threads (io-wq's model): requests that
+ * may block (a read the page cache cannot serve now, fsync, openat, ...) are
+ * queued here; a bounded number of threads (wq_max, IORING_REGISTER_IOWQ_
+ * MAX_WORKERS) take them in order. Threads are started on demand, reused, and
+ * exit after WQ_IDLE_SEC without work, so an idle ring has no thread awake.
+ *
+ * Must never: start more than wq_max threads, run a request that was
+ * cancelled while queued (cancellation unlinks it under the ring lock), or
+ * touch the ring after dropping its reference.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <time.h>
+#include "uring_int.h"
+
+#define WQ_IDLE_SEC 5
+
+static void *worker(void *arg)
+{
+	struct emu_ring *r = arg;
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		while (!r->wq_head && !r->dying) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += WQ_IDLE_SEC;
+			r->wq_idle++;
+			int e = pthread_cond_timedwait(&r->wq_cond, &r->lock, &ts);
+			r->wq_idle--;
+			if (e == ETIMEDOUT && !r->wq_head)
+				goto out;
+		}
+		if (r->dying)
+			break;
+		struct ureq *q = r->wq_head;
+		r->wq_head = q->qnext;
+		if (!r->wq_head)
+			r->wq_tail = NULL;
+		q->qnext = NULL;
+		q->state = RS_RUN;
+		pthread_mutex_unlock(&r->lock);
+		exec_run(q, CTX_WORKER);
+		pthread_mutex_lock(&r->lock);
+	}
+out:
+	r->wq_threads--;
+	pthread_mutex_unlock(&r->lock);
+	emu_put(r);
+	return NULL;
+}
+
+/* Queue q for a worker; start one if none is idle and the bound allows. */
+void wq_queue(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	int self = 0;
+	pthread_mutex_lock(&r->lock);
+	q->state = RS_WQ;
+	q->qnext = NULL;
+	if (r->wq_tail)
+		r->wq_tail->qnext = q;
+	else
+		r->wq_head = q;
+	r->wq_tail = q;
+	if (r->wq_idle) {
+		pthread_cond_signal(&r->wq_cond);
+	} else if (r->wq_threads < r->wq_max) {
+		pthread_t t;
+		pthread_attr_t at;
+		sigset_t all, old;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		atomic_fetch_add(&r->refs, 1);
+		if (pthread_create(&t, &at, worker, r) == 0) {
+			r->wq_threads++;
+		} else {
+			atomic_fetch_sub(&r->refs, 1);
+			self = !r->wq_threads;            /* no thread at all: run it here */
+		}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&at);
+	}
+	if (self) {
+		r->wq_head = q->qnext;
+		if (!r->wq_head)
+			r->wq_tail = NULL;
+		q->qnext = NULL;
+		q->state = RS_RUN;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (self)
+		exec_run(q, CTX_WORKER);
+}
+
+/* Ring teardown: queued requests are dropped, idle workers leave. Busy ones
+ * finish their request (its CQE is not posted) and leave holding the last refs. */
+void wq_stop(struct emu_ring *r)
+{
+	pthread_mutex_lock(&r->lock);
+	while (r->wq_head) {
+		struct ureq *q = r->wq_head;
+		r->wq_head = q->qnext;
+		exec_put_locked(r, q);
+	}
+	r->wq_tail = NULL;
+	pthread_cond_broadcast(&r->wq_cond);
+	pthread_mutex_unlock(&r->lock);
+}

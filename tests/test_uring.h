@@ -1,0 +1,146 @@
+/* test_uring.h: shared by tests/test_uring_*.c, the drop-in's tests. They are liburing
+ * programs (Debian's <liburing.h>) linked to the drop-in (uring/liburing.so.2, by rpath:
+ * tu_uring_check_lib() proves it is ours). tu_uring_main() runs the test's body once per mode,
+ * each in a child process:
+ *   TU_KERNEL   the kernel's io_uring (pass-through; skipped where the kernel blocks it)
+ *   TU_ENV      URING_EMULATE=1: emulated although the kernel would work
+ *   TU_NORING   io_uring_setup/enter/register blocked by seccomp (EPERM): emulated
+ * and the body asserts which one it got with tu_uring_check_mode() (an emulated ring's fd is
+ * an eventfd, a kernel ring's an io_uring: /proc/self/fd says which; docs/DROPIN.md).
+ * Header only. Must never: let a mode pass without the ring being the kind that mode promises. */
+#ifndef TEST_URING_H
+#define TEST_URING_H
+
+#include <liburing.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "../src/common/noring.h"
+
+#ifndef FAIL
+#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d [%s]: ", __FILE__, __LINE__, tu_mode_name); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#endif
+#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) FAIL("%s = %lld, expected %s = %lld", #a, _a, #b, _b); } while (0)
+
+enum { TU_KERNEL, TU_ENV, TU_NORING, TU_NMODES };
+static const char *tu_mode_name = "main";
+static int tu_mode = -1;
+
+/* 1 if fd is an emulated ring (an eventfd), 0 if a kernel ring, -1 neither. */
+static inline int tu_ring_is_emulated(int fd)
+{
+	char path[64], link[128];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, link, sizeof link - 1);
+	if (n < 0)
+		return -1;
+	link[n] = 0;
+	if (strstr(link, "[eventfd]"))
+		return 1;
+	if (strstr(link, "[io_uring]"))
+		return 0;
+	return -1;
+}
+
+static inline void tu_uring_check_mode(const struct io_uring *ring)
+{
+	int e = tu_ring_is_emulated(ring->ring_fd);
+	CHECK_EQ(e, tu_mode != TU_KERNEL);
+}
+
+/* The io_uring_setup this program calls must come from the drop-in, not the system's liburing. */
+static inline void tu_uring_check_lib(void)
+{
+	Dl_info info;
+	if (!dladdr((void *)io_uring_setup, &info) || !info.dli_fname)
+		FAIL("dladdr(io_uring_setup) failed");
+	if (!strstr(info.dli_fname, "/uring/liburing.so.2"))
+		FAIL("io_uring_setup comes from %s, not the drop-in", info.dli_fname);
+}
+
+static inline int tu_kernel_has_uring(void)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof p);
+	long fd = syscall(__NR_io_uring_setup, 2, &p);
+	if (fd < 0)
+		return 0;
+	close((int)fd);
+	return 1;
+}
+
+static inline int tu_uring_main(void (*body)(void))
+{
+	static const char *names[] = { "kernel", "URING_EMULATE=1", "noring" };
+	int ran = 0;
+	tu_uring_check_lib();
+	for (int m = 0; m < TU_NMODES; m++) {
+		if (m == TU_KERNEL && !tu_kernel_has_uring()) {
+			printf("mode kernel: skipped (the kernel's io_uring is not available here)\n");
+			continue;
+		}
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid < 0) {
+			perror("fork");
+			return 1;
+		}
+		if (pid == 0) {
+			tu_mode = m;
+			tu_mode_name = names[m];
+			if (m == TU_ENV)
+				setenv("URING_EMULATE", "1", 1);
+			else
+				unsetenv("URING_EMULATE");
+			if (m == TU_NORING && noring_block(EPERM) < 0)
+				FAIL("cannot install the seccomp filter");
+			body();
+			exit(0);
+		}
+		int st;
+		if (waitpid(pid, &st, 0) < 0)
+			return 1;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "mode %s failed (status 0x%x)\n", names[m], st);
+			return 1;
+		}
+		printf("mode %s: ok\n", names[m]);
+		ran++;
+	}
+	return ran ? 0 : 77;
+}
+
+/* Submit what is queued and reap exactly n CQEs into out (order of arrival). */
+static inline void tu_reap(struct io_uring *ring, struct io_uring_cqe *out, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct io_uring_cqe *cqe;
+		int r = io_uring_wait_cqe(ring, &cqe);
+		if (r < 0)
+			FAIL("wait_cqe %u/%u: %s", i, n, strerror(-r));
+		out[i] = *cqe;
+		io_uring_cqe_seen(ring, cqe);
+	}
+}
+
+/* The CQE with user_data ud among n. */
+static inline const struct io_uring_cqe *tu_find(const struct io_uring_cqe *c, unsigned n, uint64_t ud)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (c[i].user_data == ud)
+			return &c[i];
+	FAIL("no CQE with user_data %llu", (unsigned long long)ud);
+	return NULL;
+}
+
+#endif

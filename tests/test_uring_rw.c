@@ -1,0 +1,189 @@
+/* Description: the liburing drop-in reads and writes files like the kernel's io_uring, in all
+ * three modes (kernel pass-through, URING_EMULATE=1, seccomp-blocked): NOP batches, READ/WRITE,
+ * READV/WRITEV against pread, a read at the file position (offset -1), READ_FIXED/WRITE_FIXED
+ * with registered buffers and a registered (fixed) file, a read past EOF, and a batch larger
+ * than the SQ taken in several submits. */
+#include "test_uring.h"
+#include <fcntl.h>
+#include <sys/uio.h>
+
+#define FSZ (256 * 1024)
+
+static void nops(struct io_uring *ring)
+{
+	struct io_uring_cqe c[64];
+	for (int round = 0; round < 3; round++) {
+		for (unsigned i = 0; i < 64; i++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+			CHECK(sqe);
+			io_uring_prep_nop(sqe);
+			sqe->user_data = 1000 + i;
+		}
+		CHECK(io_uring_get_sqe(ring) == NULL);       /* the SQ holds 64 */
+		CHECK_EQ(io_uring_submit(ring), 64);
+		tu_reap(ring, c, 64);
+		for (unsigned i = 0; i < 64; i++) {
+			CHECK_EQ(tu_find(c, 64, 1000 + i)->res, 0);
+		}
+		CHECK_EQ(io_uring_cq_ready(ring), 0);
+	}
+}
+
+static void body(void)
+{
+	struct io_uring ring;
+	int r = io_uring_queue_init(64, &ring, 0);
+	if (r < 0)
+		FAIL("queue_init: %s", strerror(-r));
+	tu_uring_check_mode(&ring);
+	CHECK(ring.features & IORING_FEAT_NODROP);
+	CHECK(ring.features & IORING_FEAT_EXT_ARG);
+	nops(&ring);
+
+	char path[] = "uring_rw.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	unlink(path);
+	uint8_t *src = malloc(FSZ), *dst = malloc(FSZ), *chk = malloc(FSZ);
+	CHECK(src && dst && chk);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < FSZ; i++) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		src[i] = (uint8_t)x;
+	}
+	/* WRITE 16 KiB pieces at their offsets, all in one submit */
+	for (int i = 0; i < FSZ / 16384; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_write(sqe, fd, src + i * 16384, 16384, (uint64_t)i * 16384);
+		sqe->user_data = (uint64_t)i;
+	}
+	CHECK_EQ(io_uring_submit(&ring), FSZ / 16384);
+	struct io_uring_cqe c[64];
+	tu_reap(&ring, c, FSZ / 16384);
+	for (int i = 0; i < FSZ / 16384; i++)
+		CHECK_EQ(tu_find(c, FSZ / 16384, (uint64_t)i)->res, 16384);
+	CHECK_EQ(pread(fd, chk, FSZ, 0), FSZ);
+	CHECK(memcmp(chk, src, FSZ) == 0);
+
+	/* READ vs pread, 4 KiB at odd offsets */
+	for (int i = 0; i < 32; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, fd, dst + i * 4096, 4096, (uint64_t)i * 7777);
+		sqe->user_data = 100 + (uint64_t)i;
+	}
+	CHECK_EQ(io_uring_submit_and_wait(&ring, 32), 32);
+	tu_reap(&ring, c, 32);
+	for (int i = 0; i < 32; i++) {
+		CHECK_EQ(tu_find(c, 32, 100 + (uint64_t)i)->res, 4096);
+		CHECK(memcmp(dst + i * 4096, src + i * 7777, 4096) == 0);
+	}
+
+	/* READV with three pieces; WRITEV two pieces; then check with pread */
+	memset(dst, 0, FSZ);
+	struct iovec iv[3] = { { dst, 100 }, { dst + 1000, 5000 }, { dst + 9000, 3 } };
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_readv(sqe, fd, iv, 3, 12345);
+	sqe->user_data = 7;
+	memset(iv, 0, sizeof iv);       /* SUBMIT_STABLE would let us; we reap first */
+	struct iovec iv2[3] = { { dst, 100 }, { dst + 1000, 5000 }, { dst + 9000, 3 } };
+	sqe->addr = (uint64_t)(uintptr_t)iv2;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].res, 5103);
+	CHECK(memcmp(dst, src + 12345, 100) == 0);
+	CHECK(memcmp(dst + 1000, src + 12345 + 100, 5000) == 0);
+	CHECK(memcmp(dst + 9000, src + 12345 + 5100, 3) == 0);
+
+	uint8_t a[300], b[500];
+	memset(a, 'a', sizeof a);
+	memset(b, 'b', sizeof b);
+	struct iovec wv[2] = { { a, sizeof a }, { b, sizeof b } };
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_writev(sqe, fd, wv, 2, 4096);
+	sqe->user_data = 8;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].res, 800);
+	CHECK_EQ(pread(fd, chk, 800, 4096), 800);
+	CHECK(memcmp(chk, a, 300) == 0 && memcmp(chk + 300, b, 500) == 0);
+	memcpy(src + 4096, chk, 800);
+
+	/* offset -1: the file position, which moves */
+	CHECK_EQ(lseek(fd, 1000, SEEK_SET), 1000);
+	for (int i = 0; i < 2; i++) {
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, fd, dst, 10, (uint64_t)-1);
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		tu_reap(&ring, c, 1);
+		CHECK_EQ(c[0].res, 10);
+		CHECK(memcmp(dst, src + 1000 + 10 * i, 10) == 0);
+	}
+	CHECK_EQ(lseek(fd, 0, SEEK_CUR), 1020);
+
+	/* past EOF: 0; straddling EOF: short */
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, fd, dst, 100, FSZ + 10);
+	sqe->user_data = 1;
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, fd, dst + 200, 100, FSZ - 40);
+	sqe->user_data = 2;
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	tu_reap(&ring, c, 2);
+	CHECK_EQ(tu_find(c, 2, 1)->res, 0);
+	CHECK_EQ(tu_find(c, 2, 2)->res, 40);
+
+	/* registered buffers and a registered file */
+	struct iovec reg[2] = { { dst, 65536 }, { chk, 65536 } };
+	CHECK_EQ(io_uring_register_buffers(&ring, reg, 2), 0);
+	CHECK_EQ(io_uring_register_files(&ring, &fd, 1), 0);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read_fixed(sqe, 0, dst + 4096, 8192, 65536, 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	sqe->user_data = 11;
+	memcpy(chk + 100, "fixed write!", 12);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_write_fixed(sqe, fd, chk + 100, 12, 200000, 1);
+	sqe->user_data = 12;
+	sqe = io_uring_get_sqe(&ring);                  /* outside the registered buffer: -EFAULT */
+	io_uring_prep_read_fixed(sqe, fd, dst + 65536 - 10, 20, 0, 0);
+	sqe->user_data = 13;
+	sqe = io_uring_get_sqe(&ring);                  /* no buffer 5 */
+	io_uring_prep_read_fixed(sqe, fd, dst, 20, 0, 5);
+	sqe->user_data = 14;
+	sqe = io_uring_get_sqe(&ring);                  /* no fixed file 3 */
+	io_uring_prep_read(sqe, 3, dst, 20, 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	sqe->user_data = 15;
+	CHECK_EQ(io_uring_submit(&ring), 5);
+	tu_reap(&ring, c, 5);
+	CHECK_EQ(tu_find(c, 5, 11)->res, 8192);
+	CHECK(memcmp(dst + 4096, src + 65536, 8192) == 0);
+	CHECK_EQ(tu_find(c, 5, 12)->res, 12);
+	CHECK_EQ(tu_find(c, 5, 13)->res, -EFAULT);
+	CHECK_EQ(tu_find(c, 5, 14)->res, -EFAULT);
+	CHECK_EQ(tu_find(c, 5, 15)->res, -EBADF);
+	CHECK_EQ(pread(fd, dst, 12, 200000), 12);
+	CHECK(memcmp(dst, "fixed write!", 12) == 0);
+	/* the registered file outlives the program's fd, as the kernel's does */
+	int fd2 = dup(fd);
+	close(fd);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, 0, dst, 12, 200000);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].res, 12);
+	CHECK_EQ(io_uring_unregister_files(&ring), 0);
+	CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
+	CHECK_EQ(io_uring_unregister_buffers(&ring), -ENXIO);
+	close(fd2);
+	free(src);
+	free(dst);
+	free(chk);
+	io_uring_queue_exit(&ring);
+}
+
+int main(void)
+{
+	return tu_uring_main(body);
+}
