@@ -18,16 +18,18 @@
 #   -s SETUPS the setups to run, letters of abcd (default abcd)
 #   -t SECS   time limit per test (default 60, liburing's own)
 #   -m FILE   write the table of every test as markdown (needs all four setups run)
+#   -M FILE   the same from the results of earlier runs, running nothing
 #   -c FILE   check mode: FILE lists tests that must pass in every setup run (one
 #             name a line, # comments); one failing fails the check (exit 1), one
 #             passing that is not listed is reported; the counts are printed.
-#             Unlisted tests run with the limit of -T (default 20 s), and in a
+#             Unlisted tests run with the limit of -T (default 10 s), and in a
 #             later setup only if they passed the earlier ones
 #   -k        fetch and build only
 # TEST...: test names (e.g. nop read-write io_uring-cp); default every test built.
 #
 # Results: BUILD/results/SETUP.tsv (test, result, seconds, last line of output),
-# the full output of each run in BUILD/logs/SETUP/TEST.log.
+# the full output of each run in BUILD/logs/SETUP/TEST.log (check mode: under
+# BUILD/check/).
 # Exit: 0 done (check passed), 1 a check failed, 77 cannot run here (no source
 # package, no compiler, no noring or drop-in for the setups asked): the reason is
 # the last line printed. Must never: count a test as passing that did not exit 0,
@@ -40,11 +42,11 @@ DROPIN=$O/uring
 NORING=$O/noring
 SETUPS=abcd
 TLIMIT=60
-TNEW=20
+TNEW=10
 MD=""
 CHECK=""
 BUILD_ONLY=0
-while getopts B:L:N:s:t:T:m:c:kh opt; do
+while getopts B:L:N:s:t:T:m:M:c:kh opt; do
 	case $opt in
 	B) BUILD=$OPTARG ;;
 	L) DROPIN=$OPTARG ;;
@@ -53,13 +55,14 @@ while getopts B:L:N:s:t:T:m:c:kh opt; do
 	t) TLIMIT=$OPTARG ;;
 	T) TNEW=$OPTARG ;;
 	m) MD=$OPTARG ;;
+	M) MD=$OPTARG; SETUPS=none ;;
 	c) CHECK=$OPTARG ;;
 	k) BUILD_ONLY=1 ;;
 	*) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-case $SETUPS in *[!abcd]*|"") echo "liburing-tests: -s $SETUPS: letters of abcd"; exit 2 ;; esac
+case $SETUPS in none) ;; *[!abcd]*|"") echo "liburing-tests: -s $SETUPS: letters of abcd"; exit 2 ;; esac
 
 skip() { echo "liburing-tests: SKIP: $*"; exit 77; }
 SUDO=""
@@ -221,7 +224,7 @@ run_one() {
 	[ -x "$exe" ] || exe=$BIN/$2
 	pre=$(prefix "$s"); lp=$(libpath "$s"); env=""
 	[ -n "$lp" ] && env=$(asan_env)
-	log=$BUILD/logs/$s/$n.log
+	log=$LOGS/$s/$n.log
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/lut.$(basename "$n").XXXXXX") || { echo "FAIL(mktemp)"; return; }
 	# liburing's runner runs tests in the folder that holds them: timeout.c execs ./exec-target.t.
 	ln -s "$BIN/exec-target.t" "$dir/exec-target.t"
@@ -241,7 +244,7 @@ run_one() {
 	*) res="FAIL($rc)" ;;
 	esac
 	last=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | tr '\t|' '  ' | cut -c 1-160)
-	printf '%s\t%s\t%s\t%s\n' "$n" "$res" "$secs" "$last" >> "$BUILD/results/$s.tsv"
+	printf '%s\t%s\t%s\t%s\n' "$n" "$res" "$secs" "$last" >> "$RES/$s.tsv"
 	echo "$res"
 }
 
@@ -268,7 +271,7 @@ example() {
 
 fetch
 build
-[ "$BUILD_ONLY" = 1 ] && { echo "liburing-tests: built $(ls "$BIN" | grep -c -v '\.o$') programs in $BIN"; exit 0; }
+[ "$BUILD_ONLY" = 1 ] && { echo "liburing-tests: built $(ls "$BIN"/*.t | wc -l) tests and $(ls "$BIN"/examples | wc -l) examples in $BIN ($(wc -l < "$BUILD/unbuilt.txt") do not build: $BUILD/unbuilt.txt)"; exit 0; }
 
 if [ $# -gt 0 ]; then
 	TESTS="$*"
@@ -278,6 +281,14 @@ else
 	TESTS="$(cd "$BIN" && ls -- *.t | sed 's/\.t$//' | sort) examples/io_uring-test examples/io_uring-cp examples/link-cp"
 fi
 
+# Where results go: a check run keeps them apart from the full runs the table is made of.
+RES=$BUILD/results; LOGS=$BUILD/logs
+[ -n "$CHECK" ] && { RES=$BUILD/check/results; LOGS=$BUILD/check/logs; }
+
+# result SETUP NAME -> PASS/SKIP/FAIL(..) or "-" when not run; lastline: its last line
+result() { awk -F '\t' -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print "-" }' "$RES/$1.tsv" 2>/dev/null || echo -; }
+lastline() { awk -F '\t' -v n="$2" '$1 == n { print $4 }' "$RES/$1.tsv" 2>/dev/null; }
+
 expected=""
 if [ -n "$CHECK" ]; then
 	[ -f "$CHECK" ] || { echo "liburing-tests: no list $CHECK"; exit 1; }
@@ -285,12 +296,13 @@ if [ -n "$CHECK" ]; then
 fi
 listed() { echo "$expected" | grep -qx -- "$1"; }
 
-mkdir -p "$BUILD/results"
+mkdir -p "$RES"
 done_setups=""
+[ "$SETUPS" = none ] && SETUPS=""
 for s in $(echo "$SETUPS" | fold -w 1); do
 	check_setup "$s"
-	mkdir -p "$BUILD/logs/$s/examples"
-	: > "$BUILD/results/$s.tsv"
+	mkdir -p "$LOGS/$s/examples"
+	: > "$RES/$s.tsv"
 	echo "== setup $s: $(setup_name "$s") ($(echo "$TESTS" | wc -w) programs, ${TLIMIT}s each)"
 	for n in $TESTS; do
 		if [ -n "$CHECK" ] && ! listed "$n"; then
@@ -305,14 +317,14 @@ for s in $(echo "$SETUPS" | fold -w 1); do
 		[ "$r" = PASS ] || printf '  %-28s %s\n' "$n" "$r"
 	done
 	done_setups="$done_setups $s"
-	echo "   $(awk -F '\t' '$2 == "PASS"' "$BUILD/results/$s.tsv" | wc -l) passed," \
-	     "$(awk -F '\t' '$2 == "SKIP"' "$BUILD/results/$s.tsv" | wc -l) skipped," \
-	     "$(awk -F '\t' '$2 != "PASS" && $2 != "SKIP"' "$BUILD/results/$s.tsv" | wc -l) failed (of those run)"
+	echo "   $(awk -F '\t' '$2 == "PASS"' "$RES/$s.tsv" | wc -l) passed," \
+	     "$(awk -F '\t' '$2 == "SKIP"' "$RES/$s.tsv" | wc -l) skipped," \
+	     "$(awk -F '\t' '$2 != "PASS" && $2 != "SKIP"' "$RES/$s.tsv" | wc -l) failed (of those run)"
 done
 
 # The table of every test and the counts of issue 9, as markdown.
 markdown() {
-	local R=$BUILD/results
+	local R=$RES
 	echo "# liburing 2.3's tests and examples against the drop-in"
 	echo
 	echo "Generated by \`scripts/liburing-tests.sh -m\` on $(date -u +%Y-%m-%d), kernel $(uname -r),"
@@ -333,8 +345,8 @@ markdown() {
 				if (a[t] == "PASS") { pa++; if (b[t] == "PASS") pab++; else { ring++; if (c[t] == "PASS") rc++; if (d[t] == "PASS") rd++; if (c[t] == "PASS" && d[t] == "PASS") rcd++ } }
 				if (c[t] == "PASS") pc++
 				if (d[t] == "PASS") pd++
-				if (c[t] ~ /TIMEOUT|CRASH/) hc = hc " " t
-				if (d[t] ~ /TIMEOUT|CRASH/) hd = hd " " t
+				if (c[t] ~ /TIMEOUT|CRASH/) hc = hc " " t (a[t] ~ /TIMEOUT|CRASH/ ? " (also in a)" : "")
+				if (d[t] ~ /TIMEOUT|CRASH/) hd = hd " " t (a[t] ~ /TIMEOUT|CRASH/ ? " (also in a)" : "")
 			}
 			printf "| count | tests |\n| --- | --- |\n"
 			printf "| built against Debian liburing2'\''s exports | %d (%d more do not link: below) |\n", tests, unbuilt
@@ -397,12 +409,12 @@ if [ -n "$CHECK" ]; then
 		[ "$all" = 1 ] && new="$new $n"
 	done
 	[ -n "$new" ] && echo "NEW: passing in setups $SETUPS but not listed in $(basename "$CHECK") (add them):$new"
-	echo "SUMMARY: liburing 2.3 tests: $okall of $nexp listed pass in setups $SETUPS$( [ -n "$new" ] && echo ", $(echo $new | wc -w) more pass unlisted")"
+	echo "SUMMARY: liburing 2.3 tests: $okall of $nexp listed pass in setups $SETUPS$( [ -n "$new" ] && echo ", $(echo $new | wc -w) more pass unlisted:$new")"
 	[ -n "$bad" ] && rc=1
 fi
 
 if [ -n "$MD" ]; then
-	for s in a b c d; do [ -f "$BUILD/results/$s.tsv" ] || { echo "liburing-tests: -m needs all four setups run"; exit 1; }; done
+	for s in a b c d; do [ -f "$RES/$s.tsv" ] || { echo "liburing-tests: -m needs all four setups run"; exit 1; }; done
 	markdown > "$MD" || exit 1
 	echo "liburing-tests: wrote $MD"
 fi
