@@ -12,6 +12,7 @@
 #ifndef UR_KAIO_H
 #define UR_KAIO_H
 
+#include <errno.h>
 #include <linux/aio_abi.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -29,6 +30,27 @@ static inline long kaio_io_submit(aio_context_t ctx, long n, struct iocb **v) { 
 static inline long kaio_io_getevents(aio_context_t ctx, long min, long max, struct io_event *ev, struct timespec *ts)
 {
 	return syscall(SYS_io_getevents, ctx, min, max, ev, ts);
+}
+
+/* Submit n iocbs in as few io_submit calls as the kernel allows (it may take
+ * part of a batch; EINTR is retried). Returns how many it took; if fewer than
+ * n, *err is why the next one was refused (-errno, or -EIO). */
+static inline int kaio_submit_all(aio_context_t ctx, int n, struct iocb **v, int *err)
+{
+	int done = 0;
+	*err = 0;
+	while (done < n) {
+		long r = kaio_io_submit(ctx, n - done, v + done);
+		if (r > 0) {
+			done += (int)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		*err = r < 0 ? -errno : -EIO;
+		break;
+	}
+	return done;
 }
 
 /* Copy up to max completed events out of the mapped ring. Returns how many,

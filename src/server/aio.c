@@ -17,27 +17,13 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "server.h"
+#include "../common/kaio.h"
 
 #define ALIGN 4096u
 #define MAX_EXT 16
-
-struct aio_ring_hdr {            /* the kernel's mapped AIO completion ring */
-	unsigned id, nr, head, tail, magic, compat, incompat, header_length;
-	struct io_event events[];
-};
-#define AIO_RING_MAGIC 0xa10a10a1u
-
-static long sys_io_setup(unsigned nr, aio_context_t *ctx) { return syscall(SYS_io_setup, nr, ctx); }
-static long sys_io_destroy(aio_context_t ctx) { return syscall(SYS_io_destroy, ctx); }
-static long sys_io_submit(aio_context_t ctx, long n, struct iocb **v) { return syscall(SYS_io_submit, ctx, n, v); }
-static long sys_io_getevents(aio_context_t ctx, long min, long max, struct io_event *ev, struct timespec *ts)
-{
-	return syscall(SYS_io_getevents, ctx, min, max, ev, ts);
-}
 
 int ur_aio_init(struct ur_server *s)
 {
@@ -48,12 +34,12 @@ int ur_aio_init(struct ur_server *s)
 	if (fd < 0 || !direct)
 		return -EOPNOTSUPP;
 	s->aio_ctx = 0;
-	if (sys_io_setup(UR_AIO_MAX, &s->aio_ctx) < 0)
+	if (kaio_io_setup(UR_AIO_MAX, &s->aio_ctx) < 0)
 		return -errno;
 	s->aio_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->aio_efd < 0) {
 		int e = -errno;
-		sys_io_destroy(s->aio_ctx);
+		kaio_io_destroy(s->aio_ctx);
 		return e;
 	}
 	s->img_fd = fd;
@@ -74,7 +60,7 @@ void ur_aio_fini(struct ur_server *s)
 	if (!s->aio_on)
 		return;
 	ur_aio_drain(s);
-	sys_io_destroy(s->aio_ctx);
+	kaio_io_destroy(s->aio_ctx);
 	close(s->aio_efd);
 	s->aio_on = 0;
 }
@@ -198,21 +184,9 @@ static void event_done(struct ur_server *s, uint64_t data, int64_t res)
 /* Hand queued iocbs to the kernel (one syscall for the batch). */
 void ur_aio_flush(struct ur_server *s)
 {
-	int done = 0;
-	while (done < s->npend) {
-		long r = sys_io_submit(s->aio_ctx, s->npend - done, s->pend + done);
-		if (r > 0) {
-			done += (int)r;
-			continue;
-		}
-		if (r < 0 && errno == EINTR)
-			continue;
-		/* Refused: fail what was not taken. */
-		int e = r < 0 ? -errno : -EIO;
-		for (int i = done; i < s->npend; i++)
-			event_done(s, s->pend[i]->aio_data, e);
-		break;
-	}
+	int e, done = kaio_submit_all(s->aio_ctx, s->npend, s->pend, &e);
+	for (int i = done; i < s->npend; i++)       /* refused: fail what was not taken */
+		event_done(s, s->pend[i]->aio_data, e);
 	s->npend = 0;
 	s->npend_req = 0;
 	s->hdr->server_aio_reads = s->n_aio;     /* informational, for tests and tools */
@@ -242,23 +216,16 @@ unsigned ur_aio_reap(struct ur_server *s, int wait)
 {
 	if (!s->aio_inflight)
 		return 0;
-	struct aio_ring_hdr *ring = (struct aio_ring_hdr *)(uintptr_t)s->aio_ctx;
+	struct io_event ev[32];
 	unsigned got = 0;
-	if (ring->magic == AIO_RING_MAGIC && ring->incompat == 0) {
-		unsigned head = ring->head, nr = ring->nr;
-		unsigned tail = ur_load_acquire(&ring->tail);
-		while (head != tail && head < nr) {
-			struct io_event ev = ring->events[head];
-			head = (head + 1) % nr;
-			event_done(s, ev.data, ev.res);
-			got++;
-		}
-		if (got)
-			ur_store_release(&ring->head, head);
+	int n;
+	while ((n = kaio_ring_pop(s->aio_ctx, ev, 32)) > 0) {
+		for (int i = 0; i < n; i++)
+			event_done(s, ev[i].data, ev[i].res);
+		got += (unsigned)n;
 	}
 	if (!got && wait) {
-		struct io_event ev[32];
-		long r = sys_io_getevents(s->aio_ctx, 1, 32, ev, NULL);
+		long r = kaio_io_getevents(s->aio_ctx, 1, 32, ev, NULL);
 		for (long i = 0; i < r; i++)
 			event_done(s, ev[i].data, ev[i].res);
 		got += r > 0 ? (unsigned)r : 0;

@@ -102,7 +102,7 @@ int uwrite(void *dst, const void *src, size_t n)
 #define OFF_CQ_OVERFLOW 284
 #define OFF_CQES 320
 
-#define EMU_SETUP_FLAGS (IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF | IORING_SETUP_CQSIZE | \
+#define EMU_SETUP_FLAGS (IORING_SETUP_IOPOLL | IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF | IORING_SETUP_CQSIZE | \
 	IORING_SETUP_CLAMP | IORING_SETUP_ATTACH_WQ | IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL | \
 	IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | \
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)
@@ -173,7 +173,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		if (p.resv[i])
 			return -EINVAL;
 	if (p.flags & ~EMU_SETUP_FLAGS)
-		return -EINVAL;                      /* IOPOLL and unknown flags: see DROPIN.md */
+		return -EINVAL;                      /* unknown flags */
 	if ((p.flags & IORING_SETUP_SQ_AFF) && !(p.flags & IORING_SETUP_SQPOLL))
 		return -EINVAL;
 	if ((p.flags & IORING_SETUP_DEFER_TASKRUN) &&
@@ -212,7 +212,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	if (!r)
 		return -ENOMEM;
 	atomic_init(&r->refs, 1);
-	r->fd = r->evfd = r->evfd_async = r->wake_fd = r->aio_efd = -1;
+	r->fd = r->evfd = r->evfd_async = r->wake_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->sq_lock, NULL);
 	pthread_cond_init(&r->wq_cond, NULL);
@@ -396,9 +396,9 @@ void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int
 		if (!o) {
 			__atomic_fetch_add(r->cq_overflow, 1, __ATOMIC_RELAXED);
 		} else {
-			o->cqe.user_data = ud;
-			o->cqe.res = res;
-			o->cqe.flags = cflags;
+			o->user_data = ud;
+			o->res = res;
+			o->flags = cflags;
 			if (r->ovf_tail)
 				r->ovf_tail->next = o;
 			else
@@ -426,7 +426,7 @@ static void flush_overflow_locked(struct emu_ring *r)
 	unsigned head = __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
 	while (r->ovf_head && tail - head < r->cq_entries) {
 		struct ovf *o = r->ovf_head;
-		cq_write(r, tail, o->cqe.user_data, o->cqe.res, o->cqe.flags, NULL);
+		cq_write(r, tail, o->user_data, o->res, o->flags, NULL);
 		tail++;
 		r->ovf_head = o->next;
 		r->novf--;
@@ -461,14 +461,18 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 	for (;;) {
 		struct ureq *run = NULL;
 		pthread_mutex_lock(&r->lock);
-		flush_overflow_locked(r);
 		if (r->aio_inflight)
 			kaio_reap_locked(r, &run);
+		flush_overflow_locked(r);
 		int enough = cq_ready(r) >= min || r->dying;
-		if (!enough && !run)
+		if (!enough && !run) {
+			/* Clear, then look again: a CQE or AIO completion after the
+			 * clear writes the eventfd again, so ppoll cannot miss it. */
 			efd_clear_locked(r);
-		/* A CQE posted after the clear writes the eventfd again. */
-		enough = enough || cq_ready(r) >= min;
+			if (r->aio_inflight)
+				kaio_reap_locked(r, &run);
+			enough = cq_ready(r) >= min;
+		}
 		pthread_mutex_unlock(&r->lock);
 		if (run) {
 			exec_issue_list(run, CTX_INLINE);
@@ -925,38 +929,20 @@ static int reg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
 	    ucopy(&c, (char *)(uintptr_t)reg.ring_addr + reg.ring_entries * sizeof(struct io_uring_buf) - 1, 1) < 0)
 		return -EFAULT;
 	pthread_mutex_lock(&r->lock);
-	struct bgroup *g = NULL;
-	for (unsigned i = 0; i < r->ngroups; i++)
-		if (r->groups[i].used && r->groups[i].bgid == reg.bgid)
-			g = &r->groups[i];
 	int e = 0;
+	struct bgroup *g = exec_group_locked(r, reg.bgid, 0);
 	if (g && (g->is_ring || g->count)) {
 		e = -EEXIST;
+	} else if (!g && !(g = exec_group_locked(r, reg.bgid, 1))) {
+		e = -ENOMEM;
 	} else {
-		if (!g) {
-			for (unsigned i = 0; i < r->ngroups; i++)
-				if (!r->groups[i].used)
-					g = &r->groups[i];
-		}
-		if (!g) {
-			struct bgroup *ng = realloc(r->groups, (r->ngroups + 1) * sizeof(*ng));
-			if (!ng) {
-				e = -ENOMEM;
-			} else {
-				r->groups = ng;
-				g = &ng[r->ngroups++];
-				memset(g, 0, sizeof(*g));
-			}
-		}
-		if (g) {
-			free(g->bufs);
-			memset(g, 0, sizeof(*g));
-			g->used = 1;
-			g->is_ring = 1;
-			g->bgid = reg.bgid;
-			g->br = (struct io_uring_buf_ring *)(uintptr_t)reg.ring_addr;
-			g->entries = reg.ring_entries;
-		}
+		free(g->bufs);
+		memset(g, 0, sizeof(*g));
+		g->used = 1;
+		g->is_ring = 1;
+		g->bgid = reg.bgid;
+		g->br = (struct io_uring_buf_ring *)(uintptr_t)reg.ring_addr;
+		g->entries = reg.ring_entries;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return e;
@@ -1151,7 +1137,9 @@ int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr)
 		int e = 0;
 		if (!r->files)
 			e = -ENXIO;
-		else if (rg.off + rg.len < rg.off || rg.off + rg.len > r->nfiles)
+		else if (rg.off + rg.len < rg.off)
+			e = -EOVERFLOW;
+		else if (rg.off + rg.len > r->nfiles)
 			e = -EINVAL;
 		else {
 			r->alloc_lo = rg.off;

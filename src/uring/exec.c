@@ -147,8 +147,8 @@ static void fill_fent(int fd, struct fent *fe)
 			fe->kind = FK_REG;
 		else if (S_ISSOCK(st.st_mode))
 			fe->kind = FK_SOCK;
-		else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
-			fe->kind = FK_POLL;
+		else if (!S_ISDIR(st.st_mode))
+			fe->kind = FK_POLL;     /* pipes, ttys, eventfd, timerfd, ...: streams */
 	}
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0) {
@@ -274,6 +274,15 @@ static int prep(struct emu_ring *r, struct ureq *q)
 		    op != IORING_OP_RECVMSG)
 			return -EINVAL;
 	}
+	if (is_rw(op)) {
+		/* ioprio as ioprio_set(2) takes it: class 0..3, level below 8 */
+		unsigned cls = s->ioprio >> 13, lvl = s->ioprio & 0x1fff;
+		if (cls > 3 || ((cls == 1 || cls == 2) && lvl >= 8))
+			return -EINVAL;
+	} else if (s->ioprio && op != IORING_OP_NOP && op != IORING_OP_SEND && op != IORING_OP_RECV &&
+		   op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG && op != IORING_OP_ACCEPT) {
+		return -EINVAL;
+	}
 	if ((s->flags & IOSQE_FIXED_FILE) && !r->files &&
 	    op != IORING_OP_NOP && op != IORING_OP_TIMEOUT && op != IORING_OP_LINK_TIMEOUT)
 		return -EBADF;
@@ -375,6 +384,29 @@ static struct bgroup *group_find(struct emu_ring *r, uint16_t bgid)
 	return NULL;
 }
 
+/* The buffer group bgid; with create, a new empty one if there is none
+ * (NULL: out of memory). Ring lock held. */
+struct bgroup *exec_group_locked(struct emu_ring *r, uint16_t bgid, int create)
+{
+	struct bgroup *g = group_find(r, bgid);
+	if (g || !create)
+		return g;
+	for (unsigned i = 0; i < r->ngroups && !g; i++)
+		if (!r->groups[i].used)
+			g = &r->groups[i];
+	if (!g) {
+		struct bgroup *ng = realloc(r->groups, (r->ngroups + 1) * sizeof(*ng));
+		if (!ng)
+			return NULL;
+		r->groups = ng;
+		g = &ng[r->ngroups++];
+	}
+	memset(g, 0, sizeof(*g));
+	g->used = 1;
+	g->bgid = bgid;
+	return g;
+}
+
 static int select_buf(struct ureq *q, uint32_t want)
 {
 	if (q->has_buf)
@@ -450,27 +482,10 @@ static int32_t op_provide(struct ureq *q)
 		return -EOVERFLOW;
 	int e = 0;
 	pthread_mutex_lock(&r->lock);
-	struct bgroup *g = group_find(r, s->buf_group);
-	if (g && g->is_ring) {
-		e = -EINVAL;
+	struct bgroup *g = exec_group_locked(r, s->buf_group, 1);
+	if (!g || g->is_ring) {
+		e = g ? -EINVAL : -ENOMEM;
 		goto out;
-	}
-	if (!g) {
-		for (unsigned i = 0; i < r->ngroups && !g; i++)
-			if (!r->groups[i].used)
-				g = &r->groups[i];
-		if (!g) {
-			struct bgroup *ng = realloc(r->groups, (r->ngroups + 1) * sizeof(*ng));
-			if (!ng) {
-				e = -ENOMEM;
-				goto out;
-			}
-			r->groups = ng;
-			g = &ng[r->ngroups++];
-		}
-		memset(g, 0, sizeof(*g));
-		g->used = 1;
-		g->bgid = s->buf_group;
 	}
 	if (g->count + nbufs > g->cap) {
 		uint32_t ncap = g->cap ? g->cap : 16;
@@ -495,7 +510,7 @@ static int32_t op_provide(struct ureq *q)
 		b->bid = (uint16_t)(bid + i);
 		g->count++;
 	}
-	e = (int)nbufs;
+	e = 0;                  /* the kernel answers 0, not the count its man page names */
 out:
 	pthread_mutex_unlock(&r->lock);
 	return e;
@@ -726,6 +741,10 @@ static int32_t op_rw(struct ureq *q, int ctx)
 
 /* ---- network ---- */
 
+static int stream_sock(int fd);
+static int advance_iov(struct ureq *q, uint64_t n);
+static int stabilize_msg(struct ureq *q);
+
 static int32_t op_sendrecv(struct ureq *q, int ctx)
 {
 	struct io_uring_sqe *s = &q->sqe;
@@ -792,13 +811,54 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 	}
 	if (ctx == CTX_INLINE)
 		atomic_fetch_add_explicit(&q->r->st_inline, 1, memory_order_relaxed);
-	if ((flags & MSG_WAITALL) && !msg && !q->has_buf && n > 0 && q->done + (uint64_t)n < s->len) {
-		q->done += (uint64_t)n;
-		goto wait;
+	if ((flags & MSG_WAITALL) && !q->has_buf && n > 0 && stream_sock(q->fd)) {
+		if (!msg && q->done + (uint64_t)n < s->len) {
+			q->done += (uint64_t)n;
+			goto wait;
+		}
+		if (msg && (e = stabilize_msg(q)) < 0)
+			return e;
+		if (msg && advance_iov(q, (uint64_t)n)) {
+			q->done += (uint64_t)n;
+			q->msg.msg_iov = q->iov;
+			q->msg.msg_iovlen = (size_t)q->niov;
+			goto wait;
+		}
 	}
 	return (int32_t)(q->done + (uint64_t)n);
 wait:
-	if (msg && !q->umsg) {
+	if (msg && (e = stabilize_msg(q)) < 0)
+		return e;
+	return exec_wait_ready(q, is_send ? POLLOUT : POLLIN);
+}
+
+static int stream_sock(int fd)
+{
+	int t = 0;
+	socklen_t l = sizeof(t);
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &t, &l) == 0 && t == SOCK_STREAM;
+}
+
+/* Drop n bytes from the front of q->iov (our copy); 1 if some remain. */
+static int advance_iov(struct ureq *q, uint64_t n)
+{
+	int k = 0;
+	while (k < q->niov && n >= q->iov[k].iov_len)
+		n -= q->iov[k++].iov_len;
+	if (k == q->niov)
+		return 0;
+	memmove(q->iov, q->iov + k, (size_t)(q->niov - k) * sizeof(*q->iov));
+	q->niov -= k;
+	q->iov[0].iov_base = (char *)q->iov[0].iov_base + n;
+	q->iov[0].iov_len -= n;
+	return 1;
+}
+
+/* Keep our own copy of a SENDMSG/RECVMSG header and its iovecs (SUBMIT_STABLE). */
+static int stabilize_msg(struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	if (!q->umsg) {
 		/* Keep our own copy of the header and its iovecs (SUBMIT_STABLE). */
 		struct msghdr *um = (struct msghdr *)(uintptr_t)s->addr;
 		if (ucopy(&q->msg, um, sizeof(q->msg)) < 0)
@@ -821,7 +881,7 @@ wait:
 			q->msg.msg_iov = v;
 		}
 	}
-	return exec_wait_ready(q, is_send ? POLLOUT : POLLIN);
+	return 0;
 }
 
 static int install_direct(struct ureq *q, int fd)
@@ -878,14 +938,14 @@ static int32_t op_accept(struct ureq *q, int ctx)
 		flags |= SOCK_CLOEXEC;
 	int fd = accept4(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t *)(uintptr_t)s->addr2, flags);
 	if (fd < 0) {
-		if (errno == EAGAIN && ctx != CTX_WORKER && !q->fe.nonblock)
-			return exec_wait_ready(q, POLLIN);
+		if (errno == EAGAIN && ctx != CTX_WORKER)
+			return exec_wait_ready(q, POLLIN);   /* O_NONBLOCK too: the kernel polls */
 		return -errno;
 	}
 	return s->file_index ? install_direct(q, fd) : fd;
 }
 
-static int32_t op_connect(struct ureq *q, int ctx)
+static int32_t op_connect(struct ureq *q)
 {
 	struct io_uring_sqe *s = &q->sqe;
 	int e = req_file(q);
@@ -898,15 +958,22 @@ static int32_t op_connect(struct ureq *q, int ctx)
 			return -errno;
 		return -err;
 	}
-	if (!q->fe.nonblock && ctx != CTX_WORKER)
-		return exec_punt(q);              /* a blocking connect: a worker waits */
-	if (connect(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t)s->off) == 0)
+	/* Started without blocking (O_NONBLOCK for the call only), finished on the
+	 * reactor: a connect in progress can be cancelled or timed out. */
+	int fl = q->fe.nonblock ? -1 : fcntl(q->fd, F_GETFL);
+	if (fl >= 0 && fcntl(q->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		fl = -1;
+	int r = connect(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t)s->off);
+	int err = errno;
+	if (fl >= 0)
+		fcntl(q->fd, F_SETFL, fl);
+	if (r == 0)
 		return 0;
-	if (errno == EINPROGRESS && ctx != CTX_WORKER) {
+	if (err == EINPROGRESS) {
 		q->connecting = 1;
 		return exec_wait_ready(q, POLLOUT);
 	}
-	return -errno;
+	return -err;
 }
 
 /* ---- file system and misc ---- */
@@ -1337,7 +1404,7 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 	case IORING_OP_ACCEPT:
 		return op_accept(q, ctx);
 	case IORING_OP_CONNECT:
-		return op_connect(q, ctx);
+		return op_connect(q);
 	case IORING_OP_SHUTDOWN:
 		if ((e = req_file(q)))
 			return e;
@@ -1463,16 +1530,18 @@ static void push_run(struct ureq **run, struct ureq *q)
 }
 
 /* Complete one request that never ran: -ECANCELED (or its own prep error). */
-static void cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res)
+static void cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res, int quiet)
 {
 	if (m->lt) {
 		struct ureq *lt = m->lt;
 		m->lt = NULL;
-		emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
+		if (!quiet && !(lt->sqe.flags & IOSQE_CQE_SKIP_SUCCESS))
+			emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
 		r->inflight--;
 		exec_put_locked(r, lt);
 	}
-	emu_post(r, m->sqe.user_data, res, 0, 1);
+	if (!quiet)
+		emu_post(r, m->sqe.user_data, res, 0, 1);
 	r->ncompleted++;
 	r->inflight--;
 	exec_put_locked(r, m);
@@ -1486,9 +1555,7 @@ static void release_deferred_locked(struct emu_ring *r, struct ureq **run)
 			struct ureq *h = r->defer_head;
 			if ((h->sqe.flags & IOSQE_IO_DRAIN) && !first)
 				break;
-			r->defer_head = h->qnext;
-			if (!r->defer_head)
-				r->defer_tail = NULL;
+			rq_pop(&r->defer_head, &r->defer_tail);
 			r->inflight += h->chain_n;
 			h->state = RS_RUN;
 			push_run(run, h);
@@ -1500,6 +1567,14 @@ static void release_deferred_locked(struct emu_ring *r, struct ureq **run)
 	}
 }
 
+/* One request fewer in flight: a drain waiting for zero may go. */
+void exec_inflight_dec_locked(struct emu_ring *r, struct ureq **run)
+{
+	r->inflight--;
+	if (r->inflight == 0 && r->defer_head)
+		release_deferred_locked(r, run);
+}
+
 void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
 {
 	struct emu_ring *r = q->r;
@@ -1507,7 +1582,9 @@ void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
 		struct ureq *lt = q->lt;
 		q->lt = NULL;
 		lt->lt_target = NULL;
-		emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
+		/* disarmed because its request finished: a "success" it may skip */
+		if (!(lt->sqe.flags & IOSQE_CQE_SKIP_SUCCESS))
+			emu_post(r, lt->sqe.user_data, -ECANCELED, 0, 1);
 		r->inflight--;
 		exec_put_locked(r, lt);
 	}
@@ -1532,9 +1609,12 @@ void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
 	q->link = NULL;
 	if (next) {
 		if (failed && !(q->sqe.flags & IOSQE_IO_HARDLINK)) {
+			/* A failed request that asked to skip its success CQE also
+			 * silences the cancellations of the rest of its chain (as the kernel). */
+			int quiet = !!(q->sqe.flags & IOSQE_CQE_SKIP_SUCCESS);
 			while (next) {
 				struct ureq *n2 = next->link;
-				cancel_one_locked(r, next, next->prep_err ? next->prep_err : -ECANCELED);
+				cancel_one_locked(r, next, next->prep_err ? next->prep_err : -ECANCELED, quiet);
 				next = n2;
 			}
 		} else {
@@ -1562,7 +1642,7 @@ static void fail_chain_locked(struct emu_ring *r, struct ureq *h)
 {
 	while (h) {
 		struct ureq *n = h->link;
-		cancel_one_locked(r, h, h->prep_err ? h->prep_err : -ECANCELED);
+		cancel_one_locked(r, h, h->prep_err ? h->prep_err : -ECANCELED, 0);
 		h = n;
 	}
 }
@@ -1647,12 +1727,7 @@ static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq *
 {
 	if (r->defer_head || ((h->sqe.flags & IOSQE_IO_DRAIN) && r->inflight)) {
 		h->state = RS_DEFER;
-		h->qnext = NULL;
-		if (r->defer_tail)
-			r->defer_tail->qnext = h;
-		else
-			r->defer_head = h;
-		r->defer_tail = h;
+		rq_push(&r->defer_head, &r->defer_tail, h);
 		return;
 	}
 	r->inflight += h->chain_n;

@@ -3,8 +3,11 @@
  * kernel's native AIO, so that a queue depth of 64 is 64 I/Os at the device
  * (a worker per I/O would be a thread per I/O). One AIO context per ring,
  * made on first use; iocbs of one submission batch go in one io_submit;
- * completions are reaped from the AIO ring mapped in user space, by a waiter
- * in io_uring_enter or by the reactor (which sleeps on the AIO eventfd).
+ * completions are reaped from the AIO ring mapped in user space by the next
+ * io_uring_enter(GETEVENTS). The kernel signals each completion on the ring
+ * fd itself (IOCB_FLAG_RESFD), so a waiter in io_uring_enter or in poll(ring_fd)
+ * wakes without a hop through a thread; while AIO is in flight the SQ flags
+ * carry IORING_SQ_TASKRUN, so liburing's peek helpers enter to reap.
  *
  * Must never: have more iocbs in flight than the context holds (the request
  * then goes to a worker), complete a request twice, or leave I/O in flight
@@ -12,7 +15,6 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 #include "uring_int.h"
 #include "../common/kaio.h"
@@ -27,12 +29,6 @@ static int kaio_init_locked(struct emu_ring *r)
 	r->aio_ctx = 0;
 	if (kaio_io_setup(nr, &r->aio_ctx) < 0)
 		return -errno;
-	r->aio_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (r->aio_efd < 0) {
-		int e = -errno;
-		kaio_io_destroy(r->aio_ctx);
-		return e;
-	}
 	r->aio_max = nr;
 	return 0;
 }
@@ -40,23 +36,13 @@ static int kaio_init_locked(struct emu_ring *r)
 /* Hand the collected iocbs to the kernel (ring lock held). */
 static void flush_locked(struct emu_ring *r, struct ureq **run)
 {
-	int done = 0;
-	while (done < r->aio_npend) {
-		long n = kaio_io_submit(r->aio_ctx, r->aio_npend - done, r->aio_pend + done);
-		if (n > 0) {
-			done += (int)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		int e = n < 0 ? -errno : -EIO;
-		for (int i = done; i < r->aio_npend; i++) {
-			struct ureq *q = (struct ureq *)(uintptr_t)r->aio_pend[i]->aio_data;
-			r->aio_inflight--;
-			q->state = RS_RUN;
-			exec_complete_locked(q, e, run);
-		}
-		break;
+	int e, done = kaio_submit_all(r->aio_ctx, r->aio_npend, r->aio_pend, &e);
+	for (int i = done; i < r->aio_npend; i++) {      /* refused: complete with the error */
+		struct ureq *q = (struct ureq *)(uintptr_t)r->aio_pend[i]->aio_data;
+		if (!--r->aio_inflight)
+			__atomic_fetch_and(r->sq_flags, ~IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
+		q->state = RS_RUN;
+		exec_complete_locked(q, e, run);
 	}
 	r->aio_npend = 0;
 }
@@ -80,7 +66,7 @@ int kaio_submit(struct ureq *q, int wr, int ctx)
 	cb->aio_rw_flags = (int)q->sqe.rw_flags;
 	cb->aio_offset = (int64_t)q->sqe.off;
 	cb->aio_flags = IOCB_FLAG_RESFD;
-	cb->aio_resfd = (uint32_t)r->aio_efd;
+	cb->aio_resfd = (uint32_t)r->fd;      /* the ring fd: poll(ring_fd) wakes, a waiter wakes */
 	if (q->niov == 1 && q->iov) {
 		cb->aio_lio_opcode = wr ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
 		cb->aio_buf = (uint64_t)(uintptr_t)q->iov[0].iov_base;
@@ -91,7 +77,8 @@ int kaio_submit(struct ureq *q, int wr, int ctx)
 		cb->aio_nbytes = (uint64_t)q->niov;
 	}
 	q->state = RS_AIO;
-	r->aio_inflight++;
+	if (!r->aio_inflight++)
+		__atomic_fetch_or(r->sq_flags, IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
 	r->aio_pend[r->aio_npend++] = cb;
 	atomic_fetch_add_explicit(&r->st_aio, 1, memory_order_relaxed);
 	/* Batch within one submission; anything else goes to the kernel now. */
@@ -127,7 +114,8 @@ int kaio_reap_locked(struct emu_ring *r, struct ureq **run)
 	}
 	for (int i = 0; i < got; i++) {
 		struct ureq *q = (struct ureq *)(uintptr_t)ev[i].data;
-		r->aio_inflight--;
+		if (!--r->aio_inflight)
+			__atomic_fetch_and(r->sq_flags, ~IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
 		q->state = RS_RUN;
 		int64_t res = ev[i].res;
 		exec_complete_locked(q, res < INT32_MIN ? -EIO : (int32_t)res, run);
@@ -140,6 +128,5 @@ void kaio_fini(struct emu_ring *r)
 	if (r->aio_state != 1)
 		return;
 	kaio_io_destroy(r->aio_ctx);          /* waits for what is in flight */
-	close(r->aio_efd);
 	r->aio_state = -1;
 }

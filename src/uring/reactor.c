@@ -2,8 +2,7 @@
  * reactor.c - the emulated ring's waiting thread: one per ring, started on
  * first need, asleep in ppoll() otherwise. It waits for readiness (POLL_ADD,
  * and reads/writes/sends/receives/accepts on sockets and pipes that said
- * EAGAIN: the kernel's FAST_POLL), for time (TIMEOUT, LINK_TIMEOUT) and for
- * kernel AIO completions (their eventfd). A request waiting here can be
+ * EAGAIN: the kernel's FAST_POLL) and for time (TIMEOUT, LINK_TIMEOUT). A request waiting here can be
  * cancelled at once, which is why nothing that merely waits blocks a worker.
  *
  * Must never: act on a request whose state or arming generation changed
@@ -92,10 +91,12 @@ static void fire_lt_locked(struct emu_ring *r, struct ureq *lt, struct ureq **ru
 		if (e)
 			res = e;
 	}
-	emu_post(r, lt->sqe.user_data, res, 0, 1);
+	/* the kernel never marks a link timeout failed: CQE_SKIP_SUCCESS silences it */
+	if (!(lt->sqe.flags & IOSQE_CQE_SKIP_SUCCESS))
+		emu_post(r, lt->sqe.user_data, res, 0, 1);
 	r->ncompleted++;
-	r->inflight--;
 	exec_put_locked(r, lt);
+	exec_inflight_dec_locked(r, run);
 }
 
 static void expire_locked(struct emu_ring *r, uint64_t now, uint64_t *next, struct ureq **run)
@@ -161,7 +162,6 @@ static void *reactor_main(void *arg)
 		struct ureq *run = NULL;
 		uint64_t next = UINT64_MAX;
 		size_t n = 0;
-		int aio_slot = -1;
 		pthread_mutex_lock(&r->lock);
 		if (r->dying) {
 			pthread_mutex_unlock(&r->lock);
@@ -183,10 +183,6 @@ static void *reactor_main(void *arg)
 			continue;
 		}
 		ps.pf[n++] = (struct pollfd){ r->wake_fd, POLLIN, 0 };
-		if (r->aio_state == 1 && r->aio_inflight) {
-			aio_slot = (int)n;
-			ps.pf[n++] = (struct pollfd){ r->aio_efd, POLLIN, 0 };
-		}
 		for (struct ureq *x = r->live; x; x = x->next) {
 			if (x->state != RS_POLL)
 				continue;
@@ -214,13 +210,8 @@ static void *reactor_main(void *arg)
 		}
 		struct ureq *retry = NULL;
 		pthread_mutex_lock(&r->lock);
-		if (aio_slot >= 0 && ps.pf[aio_slot].revents) {
-			ssize_t rd = read(r->aio_efd, &v, sizeof(v));
-			(void)rd;
-			kaio_reap_locked(r, &run);
-		}
 		for (size_t i = 1; i < n; i++) {
-			if ((int)i == aio_slot || !ps.pf[i].revents)
+			if (!ps.pf[i].revents)
 				continue;
 			struct ureq *x = ps.rq[i];
 			if (x->state != RS_POLL || x->pgen != ps.gen[i])

@@ -95,10 +95,34 @@ struct ureq {
 	struct __kernel_timespec ts;   /* TIMEOUT/LINK_TIMEOUT, copied at submission */
 };
 
+/* FIFO of requests linked by qnext (worker queue, drain queue). */
+static inline void rq_push(struct ureq **head, struct ureq **tail, struct ureq *q)
+{
+	q->qnext = NULL;
+	if (*tail)
+		(*tail)->qnext = q;
+	else
+		*head = q;
+	*tail = q;
+}
+
+static inline struct ureq *rq_pop(struct ureq **head, struct ureq **tail)
+{
+	struct ureq *q = *head;
+	if (q) {
+		*head = q->qnext;
+		if (!*head)
+			*tail = NULL;
+		q->qnext = NULL;
+	}
+	return q;
+}
+
 struct ovf {                       /* one CQE waiting for room in the CQ */
 	struct ovf *next;
-	struct io_uring_cqe cqe;
-	uint64_t big[2];
+	uint64_t user_data;
+	int32_t res;
+	uint32_t flags;
 };
 
 struct pbuf {                      /* one provided buffer (PROVIDE_BUFFERS) */
@@ -168,7 +192,6 @@ struct emu_ring {
 	/* kernel AIO for O_DIRECT */
 	int aio_state;                 /* 0 untried, 1 on, -1 unavailable */
 	aio_context_t aio_ctx;
-	int aio_efd;
 	unsigned aio_inflight, aio_max;
 	struct iocb *aio_pend[64];
 	int aio_npend;
@@ -209,6 +232,7 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err);
 void exec_run(struct ureq *q, int ctx);
 void exec_complete(struct ureq *q, int32_t res);
 void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **next);
+void exec_inflight_dec_locked(struct emu_ring *r, struct ureq **run);
 void exec_issue_list(struct ureq *list, int ctx);
 int exec_supported(unsigned op);
 void exec_put_locked(struct emu_ring *r, struct ureq *q);
@@ -218,6 +242,7 @@ void exec_fill_probe(struct io_uring_probe *p, unsigned n);
 int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out);
 void exec_fcache_drop(struct emu_ring *r, int fd);
 void exec_buf_recycle_locked(struct ureq *q);
+struct bgroup *exec_group_locked(struct emu_ring *r, uint16_t bgid, int create);
 enum { CTX_INLINE, CTX_WORKER, CTX_REACTOR };
 
 /* wq.c */

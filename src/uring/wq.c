@@ -33,11 +33,7 @@ static void *worker(void *arg)
 		}
 		if (r->dying)
 			break;
-		struct ureq *q = r->wq_head;
-		r->wq_head = q->qnext;
-		if (!r->wq_head)
-			r->wq_tail = NULL;
-		q->qnext = NULL;
+		struct ureq *q = rq_pop(&r->wq_head, &r->wq_tail);
 		q->state = RS_RUN;
 		pthread_mutex_unlock(&r->lock);
 		exec_run(q, CTX_WORKER);
@@ -57,12 +53,7 @@ void wq_queue(struct ureq *q)
 	int self = 0;
 	pthread_mutex_lock(&r->lock);
 	q->state = RS_WQ;
-	q->qnext = NULL;
-	if (r->wq_tail)
-		r->wq_tail->qnext = q;
-	else
-		r->wq_head = q;
-	r->wq_tail = q;
+	rq_push(&r->wq_head, &r->wq_tail, q);
 	if (r->wq_idle) {
 		pthread_cond_signal(&r->wq_cond);
 	} else if (r->wq_threads < r->wq_max) {
@@ -84,10 +75,7 @@ void wq_queue(struct ureq *q)
 		pthread_attr_destroy(&at);
 	}
 	if (self) {
-		r->wq_head = q->qnext;
-		if (!r->wq_head)
-			r->wq_tail = NULL;
-		q->qnext = NULL;
+		rq_pop(&r->wq_head, &r->wq_tail);     /* q: the only one queued */
 		q->state = RS_RUN;
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -100,12 +88,9 @@ void wq_queue(struct ureq *q)
 void wq_stop(struct emu_ring *r)
 {
 	pthread_mutex_lock(&r->lock);
-	while (r->wq_head) {
-		struct ureq *q = r->wq_head;
-		r->wq_head = q->qnext;
+	struct ureq *q;
+	while ((q = rq_pop(&r->wq_head, &r->wq_tail)))
 		exec_put_locked(r, q);
-	}
-	r->wq_tail = NULL;
 	pthread_cond_broadcast(&r->wq_cond);
 	pthread_mutex_unlock(&r->lock);
 }

@@ -1,0 +1,137 @@
+/* Description: waiting for events in the drop-in, in all three modes: POLL_ADD on an empty
+ * socket completes with POLLIN only after data arrives (and POLL_REMOVE cancels another), a RECV
+ * queued before the data and a SEND complete with the bytes, ACCEPT and CONNECT meet on a
+ * localhost TCP listener, a registered eventfd is signalled on completions, poll(ring_fd) says
+ * readable once a CQE is pending (the ring fd's documented behaviour), and a RECV into a
+ * provided buffer (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags. */
+#include "test_uring.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+static void body(void)
+{
+	struct io_uring ring;
+	struct io_uring_cqe c[8], *cqe;
+	struct io_uring_sqe *s;
+	struct __kernel_timespec t50 = { 0, 50000000 };
+	CHECK_EQ(io_uring_queue_init(8, &ring, 0), 0);
+	tu_uring_check_mode(&ring);
+	int efd = eventfd(0, EFD_NONBLOCK);
+	CHECK(efd >= 0);
+	CHECK_EQ(io_uring_register_eventfd(&ring, efd), 0);
+
+	int sv[2];
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_poll_add(s, sv[0], POLLIN);
+	s->user_data = 1;
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_poll_add(s, sv[0], POLLPRI);
+	s->user_data = 2;
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_poll_remove(s, 2);
+	s->user_data = 3;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 2);
+	CHECK_EQ(tu_find(c, 2, 2)->res, -ECANCELED);
+	CHECK_EQ(tu_find(c, 2, 3)->res, 0);
+	CHECK_EQ(write(sv[1], "x", 1), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].user_data, 1);
+	CHECK(c[0].res & POLLIN);
+	char b;
+	CHECK_EQ(read(sv[0], &b, 1), 1);
+
+	/* RECV before the data, then SEND */
+	char rbuf[32] = "";
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_recv(s, sv[0], rbuf, sizeof rbuf, 0);
+	s->user_data = 10;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
+	uint64_t ev;
+	while (read(efd, &ev, sizeof ev) > 0)
+		;
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_send(s, sv[1], "hello ring", 10, 0);
+	s->user_data = 11;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 2);
+	CHECK_EQ(tu_find(c, 2, 10)->res, 10);
+	CHECK_EQ(tu_find(c, 2, 11)->res, 10);
+	CHECK(memcmp(rbuf, "hello ring", 10) == 0);
+	CHECK(read(efd, &ev, sizeof ev) == sizeof ev && ev >= 1);     /* the registered eventfd */
+
+	/* poll(ring_fd): readable while a CQE waits */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_nop(s);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	struct pollfd pf = { ring.ring_fd, POLLIN, 0 };
+	CHECK_EQ(poll(&pf, 1, 2000), 1);
+	tu_reap(&ring, c, 1);
+
+	/* provided buffers: RECV picks one, the CQE names it */
+	static char pool[4][16];
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_provide_buffers(s, pool, 16, 4, 7, 100);
+	s->user_data = 20;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].res, 0);
+	CHECK_EQ(write(sv[1], "provided", 8), 8);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_recv(s, sv[0], NULL, 16, 0);
+	s->flags |= IOSQE_BUFFER_SELECT;
+	s->buf_group = 7;
+	s->user_data = 21;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].res, 8);
+	CHECK(c[0].flags & IORING_CQE_F_BUFFER);
+	unsigned bid = c[0].flags >> IORING_CQE_BUFFER_SHIFT;
+	CHECK(bid >= 100 && bid < 104);
+	CHECK(memcmp(pool[bid - 100], "provided", 8) == 0);
+
+	/* ACCEPT and CONNECT on localhost */
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), cfd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(lfd >= 0 && cfd >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	CHECK_EQ(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+	CHECK_EQ(listen(lfd, 4), 0);
+	CHECK_EQ(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_accept(s, lfd, NULL, NULL, 0);
+	s->user_data = 30;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_connect(s, cfd, (struct sockaddr *)&a, sizeof a);
+	s->user_data = 31;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 2);
+	int afd = tu_find(c, 2, 30)->res;
+	CHECK(afd >= 0);
+	CHECK_EQ(tu_find(c, 2, 31)->res, 0);
+	CHECK_EQ(write(cfd, "tcp", 3), 3);
+	CHECK_EQ(read(afd, rbuf, 3), 3);
+	CHECK(memcmp(rbuf, "tcp", 3) == 0);
+
+	close(afd);
+	close(cfd);
+	close(lfd);
+	close(sv[0]);
+	close(sv[1]);
+	CHECK_EQ(io_uring_unregister_eventfd(&ring), 0);
+	close(efd);
+	io_uring_queue_exit(&ring);
+}
+
+int main(void)
+{
+	return tu_uring_main(body);
+}

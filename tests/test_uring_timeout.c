@@ -1,0 +1,127 @@
+/* Description: time in the drop-in, in all three modes: io_uring_wait_cqe_timeout returns -ETIME
+ * when nothing completes, TIMEOUT expires with -ETIME, a TIMEOUT with a count completes with 0
+ * once that many other requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED) and
+ * answers -ENOENT for an unknown one, LINK_TIMEOUT cancels a pipe read that never completes
+ * (read -ECANCELED, timeout -ETIME) and is itself cancelled when the read wins, and
+ * ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0) or answers -ENOENT. */
+#include "test_uring.h"
+#include <time.h>
+
+static uint64_t ms_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void body(void)
+{
+	struct io_uring ring;
+	struct io_uring_cqe c[8], *cqe;
+	struct io_uring_sqe *s;
+	CHECK_EQ(io_uring_queue_init(8, &ring, 0), 0);
+	tu_uring_check_mode(&ring);
+
+	struct __kernel_timespec t50 = { 0, 50000000 }, t10s = { 10, 0 };
+	uint64_t t0 = ms_now();
+	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
+	CHECK(ms_now() - t0 >= 45);
+
+	/* TIMEOUT expiring */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_timeout(s, &t50, 0, 0);
+	s->user_data = 1;
+	t0 = ms_now();
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].res, -ETIME);
+	CHECK(ms_now() - t0 >= 45);
+
+	/* TIMEOUT with count 2: two NOPs complete it */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_timeout(s, &t10s, 2, 0);
+	s->user_data = 2;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	for (int i = 0; i < 2; i++) {
+		s = io_uring_get_sqe(&ring);
+		io_uring_prep_nop(s);
+		s->user_data = 3 + (uint64_t)i;
+	}
+	t0 = ms_now();
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	tu_reap(&ring, c, 3);
+	CHECK_EQ(tu_find(c, 3, 2)->res, 0);
+	CHECK(ms_now() - t0 < 5000);
+
+	/* TIMEOUT_REMOVE */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_timeout(s, &t10s, 0, 0);
+	s->user_data = 10;
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_timeout_remove(s, 10, 0);
+	s->user_data = 11;
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_timeout_remove(s, 12345, 0);
+	s->user_data = 12;
+	CHECK_EQ(io_uring_submit(&ring), 3);
+	tu_reap(&ring, c, 3);
+	CHECK_EQ(tu_find(c, 3, 10)->res, -ECANCELED);
+	CHECK_EQ(tu_find(c, 3, 11)->res, 0);
+	CHECK_EQ(tu_find(c, 3, 12)->res, -ENOENT);
+
+	/* LINK_TIMEOUT fires: the pipe read is cancelled */
+	int p[2];
+	char buf[8];
+	CHECK_EQ(pipe(p), 0);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_read(s, p[0], buf, sizeof buf, 0);
+	s->flags |= IOSQE_IO_LINK;
+	s->user_data = 20;
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_link_timeout(s, &t50, 0);
+	s->user_data = 21;
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	tu_reap(&ring, c, 2);
+	CHECK_EQ(tu_find(c, 2, 20)->res, -ECANCELED);
+	CHECK_EQ(tu_find(c, 2, 21)->res, -ETIME);
+
+	/* LINK_TIMEOUT loses: data is there, the timeout is cancelled */
+	CHECK_EQ(write(p[1], "abc", 3), 3);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_read(s, p[0], buf, sizeof buf, 0);
+	s->flags |= IOSQE_IO_LINK;
+	s->user_data = 22;
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_link_timeout(s, &t10s, 0);
+	s->user_data = 23;
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	tu_reap(&ring, c, 2);
+	CHECK_EQ(tu_find(c, 2, 22)->res, 3);
+	CHECK_EQ(tu_find(c, 2, 23)->res, -ECANCELED);
+
+	/* ASYNC_CANCEL of a pending read; of nothing */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_read(s, p[0], buf, sizeof buf, 0);
+	s->user_data = 30;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_cancel64(s, 30, 0);
+	s->user_data = 31;
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_cancel64(s, 777, 0);
+	s->user_data = 32;
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	tu_reap(&ring, c, 3);
+	CHECK_EQ(tu_find(c, 3, 30)->res, -ECANCELED);
+	CHECK_EQ(tu_find(c, 3, 31)->res, 0);
+	CHECK_EQ(tu_find(c, 3, 32)->res, -ENOENT);
+
+	close(p[0]);
+	close(p[1]);
+	io_uring_queue_exit(&ring);
+}
+
+int main(void)
+{
+	return tu_uring_main(body);
+}
