@@ -25,7 +25,8 @@
 #             Unlisted tests run with the limit of -T (default 10 s), and in a
 #             later setup only if they passed the earlier ones
 #   -k        fetch and build only
-# TEST...: test names (e.g. nop read-write io_uring-cp); default every test built.
+# TEST...: test names (e.g. nop read-write examples/io_uring-cp); default every
+# test built (with -c, only the listed tests among them are checked).
 #
 # Results: BUILD/results/SETUP.tsv (test, result, seconds, last line of output),
 # the full output of each run in BUILD/logs/SETUP/TEST.log (check mode: under
@@ -210,12 +211,7 @@ check_setup() {
 	return 0
 }
 
-# ASan: a sanitized drop-in needs its runtime loaded first in unsanitized tests.
-asan_env() {
-	local rt
-	rt=$(ldd "$DROPIN/liburing.so.2" 2>/dev/null | awk '/libasan\.so/ { print $3 }')
-	[ -n "$rt" ] && echo "LD_PRELOAD=$rt ASAN_OPTIONS=detect_leaks=0"
-}
+. "$(dirname "$0")/dropin-env.sh"
 
 # run_one SETUP NAME: runs BIN/NAME(.t) in a scratch folder, appends its line to
 # results/SETUP.tsv and echoes the result.
@@ -223,7 +219,7 @@ run_one() {
 	local s=$1 n=$2 exe=$BIN/$2.t pre lp env rc res start secs dir last log
 	[ -x "$exe" ] || exe=$BIN/$2
 	pre=$(prefix "$s"); lp=$(libpath "$s"); env=""
-	[ -n "$lp" ] && env=$(asan_env)
+	[ -n "$lp" ] && env=$(dropin_env "$lp")
 	log=$LOGS/$s/$n.log
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/lut.$(basename "$n").XXXXXX") || { echo "FAIL(mktemp)"; return; }
 	# liburing's runner runs tests in the folder that holds them: timeout.c execs ./exec-target.t.
@@ -293,6 +289,8 @@ expected=""
 if [ -n "$CHECK" ]; then
 	[ -f "$CHECK" ] || { echo "liburing-tests: no list $CHECK"; exit 1; }
 	expected=$(sed 's/#.*//' "$CHECK" | tr -s ' \t' '\n\n' | grep -v '^$' | sort -u)
+	# Tests named on the command line: only those of the list are checked.
+	[ $# -gt 0 ] && expected=$(echo "$expected" | grep -Fx "$(echo "$TESTS" | tr ' ' '\n')")
 fi
 listed() { echo "$expected" | grep -qx -- "$1"; }
 

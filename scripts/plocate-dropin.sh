@@ -59,6 +59,8 @@ command -v strace >/dev/null || skip "strace is not installed (scripts/install-d
 [ -x "$NORING" ] || skip "no noring launcher at $NORING (make builds it)"
 [ -f "$DROPIN/liburing.so.2" ] || skip "no drop-in at $DROPIN/liburing.so.2 (make builds it)"
 DROPIN=$(cd "$DROPIN" && pwd)
+. "$(dirname "$0")/dropin-env.sh"
+DENV=$(dropin_env "$DROPIN")   # the ASan runtime, for a sanitizer build
 NORING=$(cd "$(dirname "$NORING")" && pwd)/$(basename "$NORING")
 ldd "$PLOCATE" | grep -q 'liburing\.so\.2' || skip "$PLOCATE does not link liburing.so.2"
 
@@ -123,7 +125,7 @@ run_all() {
 
 run_all ref env
 run_all fallback "$NORING"
-run_all dropin env LD_LIBRARY_PATH="$DROPIN" "$NORING"
+run_all dropin env LD_LIBRARY_PATH="$DROPIN" $DENV "$NORING"
 for i in "${!QUERIES[@]}"; do
 	cmp -s ref.$i.out fallback.$i.out || fail "plocate ${QUERIES[$i]}: the fallback (noring, Debian's liburing) prints other results than without the filter"
 	cmp -s ref.$i.out dropin.$i.out ||
@@ -156,7 +158,7 @@ counts() {
 }
 trace kernel env
 trace fallback "$NORING"
-trace dropin env LD_LIBRARY_PATH="$DROPIN" "$NORING"
+trace dropin env LD_LIBRARY_PATH="$DROPIN" $DENV "$NORING"
 grep -q "not using io_uring" fallback.trace.err ||
 	fail "the fallback run does not say 'not using io_uring' (plocate -D): is noring blocking io_uring?"
 grep -q "not using io_uring" dropin.trace.err &&
@@ -200,8 +202,8 @@ if [ "$ROUNDS" -gt 0 ]; then
 	}
 	n=$((ROUNDS * ${#QUERIES[@]}))
 	# Interleaved twice, so that a burst of load on a shared machine hits both.
-	f1=$(timeit "$NORING"); d1=$(timeit env LD_LIBRARY_PATH="$DROPIN" "$NORING")
-	d2=$(timeit env LD_LIBRARY_PATH="$DROPIN" "$NORING"); f2=$(timeit "$NORING")
+	f1=$(timeit "$NORING"); d1=$(timeit env LD_LIBRARY_PATH="$DROPIN" $DENV "$NORING")
+	d2=$(timeit env LD_LIBRARY_PATH="$DROPIN" $DENV "$NORING"); f2=$(timeit "$NORING")
 	k1=$(timeit env); k2=$(timeit env)
 	echo "plocate-dropin: $n plocate runs each ($ROUNDS rounds of ${#QUERIES[@]} queries, $NFILES files), seconds:"
 	echo "$f1 $f2 $d1 $d2 $k1 $k2" | awk '{ f = $1 + $2; d = $3 + $4; k = $5 + $6
