@@ -84,10 +84,12 @@ $(LIBUR): $(LIB_OBJ) src/lib/libur_fs.map
 	ln -sf libur_fs.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf $(SONAME) $(O)/libur_fs.so
 
-# liburing.so.2 with Debian 12's symbol versions (LIBURING_2.0 .. 2.3).
+# liburing.so.2 with Debian 12's symbol versions (LIBURING_2.0 .. 2.3). Its own
+# calls between exported functions bind inside it (-Bsymbolic-functions), so it
+# stays whole even when loaded beside another liburing (bench's dropin engine).
 $(LIBURING): $(URING_OBJ) src/uring/liburing.map
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,liburing.so.2 -Wl,--version-script=src/uring/liburing.map \
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,liburing.so.2 -Wl,--version-script=src/uring/liburing.map -Wl,-Bsymbolic-functions \
 	  $(LDFLAGS) -o $@ $(URING_OBJ) $(LDLIBS_BASE)
 
 $(O)/simplefs_server: $(SERVER_OBJ) $(LIBSFS)

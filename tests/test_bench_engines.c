@@ -1,7 +1,8 @@
 /* Description: every bench engine (sfs, ur, ur:fixedbufs, psync, io_uring
- * with and without fixedbufs/regfiles, libaio, posixaio) writes and reads a
+ * with and without fixedbufs/regfiles, the liburing drop-in emulated (dropin,
+ * also with fixedbufs/regfiles), libaio, posixaio) writes and reads a
  * small file with the right number of I/Os and bytes and no stamp error;
- * NOP jobs (ur, io_uring, null) count operations and no bytes, an engine
+ * NOP jobs (ur, io_uring, dropin, null) count operations and no bytes, an engine
  * without NOP is skipped; a mixed job honours its read share; a time-based job stops near its
  * deadline and drains what is in flight; a block corrupted inside the
  * SimpleFS image is caught by both the sfs and the ur engine.
@@ -61,7 +62,7 @@ int main(void)
 {
 	static const char *const engines[] = {
 		"sfs", "ur", "ur:fixedbufs", "psync", "io_uring", "io_uring:fixedbufs,regfiles",
-		"libaio", "posixaio",
+		"dropin", "dropin:fixedbufs,regfiles", "libaio", "posixaio",
 	};
 	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
 		expect_ok(engines[i], BENCH_RW_WRITE, 0, 16, 4096);
@@ -71,8 +72,8 @@ int main(void)
 	}
 
 	/* NOP: the transport alone, batched; no bytes move */
-	static const char *const nops[] = { "ur", "null", "io_uring" };
-	for (int i = 0; i < 3; i++) {
+	static const char *const nops[] = { "ur", "null", "dropin", "io_uring" };
+	for (int i = 0; i < 4; i++) {
 		struct bench_job nj;
 		char err[200];
 		bench_job_defaults(&nj);
@@ -83,7 +84,7 @@ int main(void)
 		nj.batch = 1;
 		nj.bytes = 4096ull * 3200;     /* 3200 NOPs */
 		nj.repeat = 1;
-		if (bench_run_job(&nj, &r) == 0 && r.status == BENCH_SKIPPED && i == 2) {
+		if (bench_run_job(&nj, &r) == 0 && r.status == BENCH_SKIPPED && i == 3) {
 			printf("io_uring nop: skipped: %s\n", r.reason);
 			continue;
 		}

@@ -3,7 +3,8 @@
  * a pipe, a socket, the ring itself} and pointers from {NULL, low garbage, a kernel address, an
  * unmapped page, a scratch buffer}; every SQE taken is answered by a CQE or is still pending and
  * cancellable; bad pointers come back as -EFAULT (checked on READV, TIMEOUT, OPENAT), bad fds as
- * -EBADF, unknown opcodes as -EINVAL; and the ring still does I/O correctly afterwards. */
+ * -EBADF, unknown opcodes as -EINVAL; the probe lists the Linux 5.10 opcodes and every opcode it
+ * leaves out fails with -EINVAL; and the ring still does I/O correctly afterwards. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -64,6 +65,38 @@ static void body(void)
 	single(&ring, p_badfd, NULL, -EBADF);
 	single(&ring, p_badop, NULL, -EINVAL);
 	single(&ring, p_badflag, NULL, -EINVAL);
+
+	/* the probe is the contract: the Linux 5.10 set is there, and every opcode
+	 * it calls unsupported fails with -EINVAL (emulated: URING_CMD, SEND_ZC, ...) */
+	struct io_uring_probe *pr = io_uring_get_probe_ring(&ring);
+	CHECK(pr);
+	for (int op = IORING_OP_NOP; op <= IORING_OP_LINKAT; op++)
+		if (!io_uring_opcode_supported(pr, op))
+			FAIL("opcode %d of the 5.10 set is not in the probe", op);
+	int unsupported = 0;
+	for (int op = 0; op < IORING_OP_LAST; op++) {
+		if (io_uring_opcode_supported(pr, op))
+			continue;
+		struct io_uring_sqe *s1 = io_uring_get_sqe(&ring);
+		io_uring_prep_nop(s1);
+		s1->opcode = (uint8_t)op;
+		s1->user_data = 0x5000 + (uint64_t)op;
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		struct io_uring_cqe c1;
+		tu_reap(&ring, &c1, 1);
+		CHECK_EQ(c1.user_data, 0x5000 + (uint64_t)op);
+		CHECK_EQ(c1.res, -EINVAL);
+		unsupported++;
+	}
+	if (tu_mode != TU_KERNEL) {
+		/* exactly DROPIN.md's table: all but these three */
+		CHECK(!io_uring_opcode_supported(pr, IORING_OP_URING_CMD));
+		CHECK(!io_uring_opcode_supported(pr, IORING_OP_SEND_ZC));
+		CHECK(!io_uring_opcode_supported(pr, IORING_OP_SENDMSG_ZC));
+		CHECK_EQ(unsupported, 3);
+		CHECK_EQ(pr->last_op, IORING_OP_LAST - 1);
+	}
+	io_uring_free_probe(pr);
 
 	/* then noise */
 	uint64_t x = 0x1234567887654321ull;

@@ -3,12 +3,15 @@
  * queued before the data and a SEND complete with the bytes, ACCEPT and CONNECT meet on a
  * localhost TCP listener, a registered eventfd is signalled on completions, poll(ring_fd) says
  * readable once a CQE is pending (the ring fd's documented behaviour), and a RECV into a
- * provided buffer (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags. */
+ * provided buffer (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags; a ring fd closed
+ * by hand and its number reused is a plain fd again (CLOSE works on it; emulated, queue_exit
+ * leaves it open); a dup() of a ring fd works as the ring after the original is closed. */
 #include "test_uring.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 
 static void body(void)
@@ -126,6 +129,48 @@ static void body(void)
 	close(lfd);
 	close(sv[0]);
 	close(sv[1]);
+	/* a ring fd closed by hand and its number reused: a plain fd again for CLOSE */
+	struct io_uring r2;
+	CHECK_EQ(io_uring_queue_init(4, &r2, 0), 0);
+	int num = r2.ring_fd, pp[2];
+	close(num);
+	CHECK_EQ(pipe(pp), 0);
+	CHECK_EQ(dup2(pp[0], num), num);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_close(s, num);
+	s->user_data = 40;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].res, 0);
+	CHECK(fcntl(num, F_GETFD) < 0);
+	if (tu_mode != TU_KERNEL) {
+		/* and io_uring_queue_exit leaves a reused number alone */
+		CHECK_EQ(dup2(pp[1], num), num);
+		io_uring_queue_exit(&r2);
+		CHECK(fcntl(num, F_GETFD) >= 0);
+		close(num);
+	} else {
+		io_uring_queue_exit(&r2);
+	}
+	close(pp[0]);
+	close(pp[1]);
+
+	/* a dup() of the ring fd is the ring, also once the original is closed */
+	struct io_uring r3;
+	CHECK_EQ(io_uring_queue_init(4, &r3, 0), 0);
+	int d = dup(r3.ring_fd);
+	CHECK(d >= 0);
+	close(r3.ring_fd);
+	r3.ring_fd = r3.enter_ring_fd = d;
+	s = io_uring_get_sqe(&r3);
+	io_uring_prep_nop(s);
+	s->user_data = 50;
+	CHECK_EQ(io_uring_submit(&r3), 1);
+	tu_reap(&r3, c, 1);
+	CHECK_EQ(c[0].user_data, 50);
+	io_uring_queue_exit(&r3);
+	CHECK(fcntl(d, F_GETFD) < 0);          /* queue_exit closed the dup */
+
 	CHECK_EQ(io_uring_unregister_eventfd(&ring), 0);
 	close(efd);
 	io_uring_queue_exit(&ring);

@@ -1,7 +1,9 @@
 /* Description: the liburing drop-in reads and writes files like the kernel's io_uring, in all
  * three modes (kernel pass-through, URING_EMULATE=1, seccomp-blocked): NOP batches, READ/WRITE,
- * READV/WRITEV against pread, a read at the file position (offset -1), READ_FIXED/WRITE_FIXED
- * with registered buffers and a registered (fixed) file, a read past EOF, and a batch larger
+ * READV/WRITEV against pread, reads of a file dropped from the page cache (they would block: a
+ * worker does them), a read at the file position (offset -1), READ_FIXED/WRITE_FIXED
+ * with registered buffers and a registered (fixed) file, a read past EOF, an fd number reused
+ * for a pipe and then a file again (the offset applies only to the file), and a batch larger
  * than the SQ taken in several submits. */
 #include "test_uring.h"
 #include <fcntl.h>
@@ -78,6 +80,23 @@ static void body(void)
 		CHECK(memcmp(dst + i * 4096, src + i * 7777, 4096) == 0);
 	}
 
+	/* the same reads with the file out of the page cache: what would block is
+	 * done by a worker (and several reads in one submission still batch) */
+	CHECK_EQ(fsync(fd), 0);
+	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	memset(dst, 0, FSZ);
+	for (int i = 0; i < 32; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, fd, dst + i * 4096, 4096, (uint64_t)i * 7777);
+		sqe->user_data = 200 + (uint64_t)i;
+	}
+	CHECK_EQ(io_uring_submit_and_wait(&ring, 32), 32);
+	tu_reap(&ring, c, 32);
+	for (int i = 0; i < 32; i++) {
+		CHECK_EQ(tu_find(c, 32, 200 + (uint64_t)i)->res, 4096);
+		CHECK(memcmp(dst + i * 4096, src + i * 7777, 4096) == 0);
+	}
+
 	/* READV with three pieces; WRITEV two pieces; then check with pread */
 	memset(dst, 0, FSZ);
 	struct iovec iv[3] = { { dst, 100 }, { dst + 1000, 5000 }, { dst + 9000, 3 } };
@@ -131,6 +150,40 @@ static void body(void)
 	tu_reap(&ring, c, 2);
 	CHECK_EQ(tu_find(c, 2, 1)->res, 0);
 	CHECK_EQ(tu_find(c, 2, 2)->res, 40);
+
+	/* an fd number reused for another kind of file: the ring must follow
+	 * (file -> pipe: the offset does not apply; pipe -> file: it does) */
+	{
+		int p2[2];
+		char small[16];
+		int num = dup(fd);
+		CHECK(num >= 0);
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, num, small, 4, 100);
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		tu_reap(&ring, c, 1);
+		CHECK_EQ(c[0].res, 4);
+		CHECK_EQ(pipe(p2), 0);
+		CHECK_EQ(dup2(p2[0], num), num);          /* num is now the pipe's read end */
+		CHECK_EQ(write(p2[1], "pipe", 4), 4);
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, num, small, sizeof small, 0);
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		tu_reap(&ring, c, 1);
+		CHECK_EQ(c[0].res, 4);
+		CHECK(memcmp(small, "pipe", 4) == 0);
+		CHECK_EQ(dup2(fd, num), num);             /* and a regular file again */
+		CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, num, small, 8, 5000);
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		tu_reap(&ring, c, 1);
+		CHECK_EQ(c[0].res, 8);
+		CHECK(memcmp(small, src + 5000, 8) == 0);
+		close(num);
+		close(p2[0]);
+		close(p2[1]);
+	}
 
 	/* registered buffers and a registered file */
 	struct iovec reg[2] = { { dst, 65536 }, { chk, 65536 } };

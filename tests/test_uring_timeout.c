@@ -1,10 +1,12 @@
 /* Description: time in the drop-in, in all three modes: io_uring_wait_cqe_timeout returns -ETIME
- * when nothing completes, TIMEOUT expires with -ETIME, a TIMEOUT with a count completes with 0
- * once that many other requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED) and
+ * when nothing completes and sleeps meanwhile (300 ms of waiting cost under 0.1 s of CPU),
+ * TIMEOUT expires with -ETIME, a TIMEOUT with a count completes with 0 once that many other
+ * requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED) and
  * answers -ENOENT for an unknown one, LINK_TIMEOUT cancels a pipe read that never completes
  * (read -ECANCELED, timeout -ETIME) and is itself cancelled when the read wins, and
  * ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0) or answers -ENOENT. */
 #include "test_uring.h"
+#include <sys/resource.h>
 #include <time.h>
 
 static uint64_t ms_now(void)
@@ -12,6 +14,14 @@ static uint64_t ms_now(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static double thread_cpu(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_THREAD, &u);
+	return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 +
+	       (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
 }
 
 static void body(void)
@@ -68,6 +78,13 @@ static void body(void)
 	CHECK_EQ(tu_find(c, 3, 10)->res, -ECANCELED);
 	CHECK_EQ(tu_find(c, 3, 11)->res, 0);
 	CHECK_EQ(tu_find(c, 3, 12)->res, -ENOENT);
+
+	/* a waiter sleeps (CQEs were posted and reaped before): 300 ms of waiting
+	 * cost this thread (almost) no CPU */
+	struct __kernel_timespec t300 = { 0, 300000000 };
+	double c0 = thread_cpu();
+	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t300), -ETIME);
+	CHECK(thread_cpu() - c0 < 0.1);
 
 	/* LINK_TIMEOUT fires: the pipe read is cancelled */
 	int p[2];

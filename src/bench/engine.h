@@ -82,6 +82,7 @@ struct bench_engine_ops {
 extern const struct bench_engine_ops bench_eng_null;
 extern const struct bench_engine_ops bench_eng_psync;
 extern const struct bench_engine_ops bench_eng_io_uring;
+extern const struct bench_engine_ops bench_eng_dropin;
 extern const struct bench_engine_ops bench_eng_libaio;
 extern const struct bench_engine_ops bench_eng_posixaio;
 extern const struct bench_engine_ops bench_eng_sfs;

@@ -28,6 +28,7 @@ const struct bench_engine_ops *const bench_engines[] = {
 	&bench_eng_ur,
 	&bench_eng_psync,
 	&bench_eng_io_uring,
+	&bench_eng_dropin,
 	&bench_eng_libaio,
 	&bench_eng_posixaio,
 	&bench_eng_null,

@@ -12,6 +12,7 @@
  * report (all return -errno), or reach the kernel for an emulated ring fd.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,13 +55,24 @@ EXPORT int io_uring_setup(unsigned entries, struct io_uring_params *p)
 	return r;
 }
 
+/* The kernel refused fd: a dup() of an emulated ring's fd? (emu_alias) */
+static struct emu_ring *alias_after(int fd, int err)
+{
+	if (err != -EPERM && err != -ENOSYS && err != -EACCES && err != -EOPNOTSUPP)
+		return NULL;
+	return emu_alias(fd);
+}
+
 EXPORT int io_uring_enter2(unsigned fd, unsigned to_submit, unsigned min_complete, unsigned flags,
 			   sigset_t *sig, size_t sz)
 {
 	struct emu_ring *r = (flags & IORING_ENTER_REGISTERED_RING) ? NULL : emu_find((int)fd);
 	if (r)
 		return emu_enter(r, to_submit, min_complete, flags, sig, sz);
-	return sys_enter(fd, to_submit, min_complete, flags, sig, sz);
+	int ret = sys_enter(fd, to_submit, min_complete, flags, sig, sz);
+	if (ret < 0 && !(flags & IORING_ENTER_REGISTERED_RING) && (r = alias_after((int)fd, ret)))
+		return emu_enter(r, to_submit, min_complete, flags, sig, sz);
+	return ret;
 }
 
 EXPORT int io_uring_enter(unsigned fd, unsigned to_submit, unsigned min_complete, unsigned flags, sigset_t *sig)
@@ -73,7 +85,10 @@ EXPORT int io_uring_register(unsigned fd, unsigned op, const void *arg, unsigned
 	struct emu_ring *r = emu_find((int)fd);
 	if (r)
 		return emu_register(r, op, (void *)arg, nr);
-	return sys_register(fd, op, arg, nr);
+	int ret = sys_register(fd, op, arg, nr);
+	if (ret < 0 && (r = alias_after((int)fd, ret)))
+		return emu_register(r, op, (void *)arg, nr);
+	return ret;
 }
 
 static int ring_enter(struct io_uring *ring, unsigned sub, unsigned min, unsigned flags, const void *arg, size_t sz)
@@ -83,7 +98,10 @@ static int ring_enter(struct io_uring *ring, unsigned sub, unsigned min, unsigne
 		return emu_enter(r, sub, min, flags, arg, sz);
 	if (ring->int_flags & INT_FLAG_REG_RING)
 		return sys_enter((unsigned)ring->enter_ring_fd, sub, min, flags | IORING_ENTER_REGISTERED_RING, arg, sz);
-	return sys_enter((unsigned)ring->ring_fd, sub, min, flags, arg, sz);
+	int ret = sys_enter((unsigned)ring->ring_fd, sub, min, flags, arg, sz);
+	if (ret < 0 && (r = alias_after(ring->ring_fd, ret)))
+		return emu_enter(r, sub, min, flags, arg, sz);
+	return ret;
 }
 
 static int ring_register(struct io_uring *ring, unsigned op, const void *arg, unsigned nr)
@@ -214,8 +232,13 @@ EXPORT int io_uring_queue_init(unsigned entries, struct io_uring *ring, unsigned
 EXPORT void io_uring_queue_exit(struct io_uring *ring)
 {
 	struct emu_ring *r = emu_find(ring->ring_fd);
+	if (!r && fcntl(ring->ring_fd, F_GETFD) >= 0)
+		r = emu_alias(ring->ring_fd);       /* a dup() of an emulated ring's fd */
 	if (r) {
+		int own = r->fd;
 		emu_close(r);
+		if (ring->ring_fd != own)
+			close(ring->ring_fd);           /* the dup the program handed us */
 		return;
 	}
 	unmap_rings(ring);

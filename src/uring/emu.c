@@ -15,6 +15,8 @@
  * ring lock across a blocking system call.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -39,6 +41,61 @@ struct emu_ring *emu_find(int fd)
 	if ((unsigned)fd >= EMU_MAX_FD)
 		return NULL;
 	return atomic_load_explicit(&emu_tab[fd], memory_order_acquire);
+}
+
+/* The kernel's id of the eventfd behind fd (/proc/self/fdinfo), -2 if fd is
+ * not an eventfd, -1 if that cannot be told (no /proc). */
+static long efd_id(int fd)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	int f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -1;
+	ssize_t n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *id = strstr(buf, "eventfd-id:");
+	return id ? strtol(id + 11, NULL, 10) : -2;
+}
+
+/*
+ * The emulated ring whose fd this really is. The table is by fd number, and a
+ * program may close a ring fd by hand and get the number back for another
+ * file; where it matters (an operation on the fd, not the ring's own calls)
+ * the eventfd's kernel id is compared.
+ */
+struct emu_ring *emu_find_checked(int fd)
+{
+	struct emu_ring *r = emu_find(fd);
+	if (!r || r->efd_id == -1)
+		return r;
+	long id = efd_id(fd);
+	return id == -1 || id == r->efd_id ? r : NULL;
+}
+
+/*
+ * fd is not in the table, and the kernel refused it: is it a dup() of an
+ * emulated ring's eventfd? Then it names that ring from now on. Only called
+ * after a failed kernel call, so it costs a kernel ring nothing.
+ */
+struct emu_ring *emu_alias(int fd)
+{
+	if ((unsigned)fd >= EMU_MAX_FD)
+		return NULL;
+	long id = efd_id(fd);
+	if (id < 0)
+		return NULL;
+	for (int i = 0; i < EMU_MAX_FD; i++) {
+		struct emu_ring *r = atomic_load_explicit(&emu_tab[i], memory_order_acquire);
+		if (r && r->efd_id == id) {
+			atomic_store_explicit(&emu_tab[fd], r, memory_order_release);
+			return r;
+		}
+	}
+	return NULL;
 }
 
 int emu_forced(void)
@@ -108,7 +165,7 @@ int uwrite(void *dst, const void *src, size_t n)
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)
 
 #define EMU_FEATURES (IORING_FEAT_SINGLE_MMAP | IORING_FEAT_NODROP | IORING_FEAT_SUBMIT_STABLE | \
-	IORING_FEAT_RW_CUR_POS | IORING_FEAT_FAST_POLL | IORING_FEAT_POLL_32BITS | \
+	IORING_FEAT_RW_CUR_POS | IORING_FEAT_CUR_PERSONALITY | IORING_FEAT_FAST_POLL | IORING_FEAT_POLL_32BITS | \
 	IORING_FEAT_SQPOLL_NONFIXED | IORING_FEAT_EXT_ARG | IORING_FEAT_NATIVE_WORKERS | \
 	IORING_FEAT_RSRC_TAGS | IORING_FEAT_CQE_SKIP | IORING_FEAT_LINKED_FILE)
 
@@ -182,7 +239,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	if ((p.flags & IORING_SETUP_TASKRUN_FLAG) &&
 	    !(p.flags & (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_DEFER_TASKRUN)))
 		return -EINVAL;
-	if ((p.flags & IORING_SETUP_ATTACH_WQ) && !emu_find((int)p.wq_fd))
+	if ((p.flags & IORING_SETUP_ATTACH_WQ) && !emu_find_checked((int)p.wq_fd))
 		return -EINVAL;
 	if (!entries)
 		return -EINVAL;
@@ -212,7 +269,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	if (!r)
 		return -ENOMEM;
 	atomic_init(&r->refs, 1);
-	r->fd = r->evfd = r->evfd_async = r->wake_fd = -1;
+	r->fd = r->ifd = r->evfd = r->evfd_async = r->wake_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->sq_lock, NULL);
 	pthread_cond_init(&r->wq_cond, NULL);
@@ -285,6 +342,14 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		fd = low;
 	}
 	r->fd = fd;
+	r->efd_id = efd_id(fd);
+	/* Our own descriptor of the same eventfd: the ring keeps working if the
+	 * program closes its ring fd and goes on with a dup() of it. */
+	r->ifd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (r->ifd < 0) {
+		err = -errno;
+		goto fail;
+	}
 
 	memset(&p.sq_off, 0, sizeof(p.sq_off));
 	memset(&p.cq_off, 0, sizeof(p.cq_off));
@@ -318,6 +383,8 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 fail:
 	if (r->fd >= 0)
 		close(r->fd);
+	if (r->ifd >= 0)
+		close(r->ifd);
 	emu_free(r);
 	return err;
 }
@@ -332,7 +399,9 @@ int emu_mmap(struct emu_ring *r, struct io_uring_params *p, struct io_uring *rin
 
 int emu_close(struct emu_ring *r)
 {
-	atomic_store_explicit(&emu_tab[r->fd], NULL, memory_order_release);
+	for (int i = 0; i < EMU_MAX_FD; i++)     /* the fd and its dup()s (emu_alias) */
+		if (atomic_load_explicit(&emu_tab[i], memory_order_relaxed) == r)
+			atomic_store_explicit(&emu_tab[i], NULL, memory_order_release);
 	pthread_mutex_lock(&r->lock);
 	r->dying = 1;
 	pthread_mutex_unlock(&r->lock);
@@ -340,7 +409,9 @@ int emu_close(struct emu_ring *r)
 	reactor_stop(r);
 	wq_stop(r);
 	kaio_fini(r);
-	close(r->fd);
+	if (r->efd_id == -1 || efd_id(r->fd) == r->efd_id)
+		close(r->fd);           /* not a number the program closed and got back */
+	close(r->ifd);
 	if (r->evfd >= 0)
 		close(r->evfd);
 	for (unsigned i = 0; i < r->nfiles; i++)
@@ -371,7 +442,7 @@ static void ring_efd_signal(struct emu_ring *r)
 	if (!r->rfd_signalled) {
 		r->rfd_signalled = 1;
 		uint64_t one = 1;
-		ssize_t w = write(r->fd, &one, sizeof(one));
+		ssize_t w = write(r->ifd, &one, sizeof(one));
 		(void)w;
 	}
 }
@@ -448,7 +519,7 @@ static unsigned cq_ready(struct emu_ring *r)
 static void efd_clear_locked(struct emu_ring *r)
 {
 	uint64_t v;
-	ssize_t rd = read(r->fd, &v, sizeof(v));
+	ssize_t rd = read(r->ifd, &v, sizeof(v));
 	(void)rd;
 	r->rfd_signalled = 0;
 }
@@ -490,7 +561,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 			ts.tv_nsec = (long)(d % 1000000000ull);
 			tsp = &ts;
 		}
-		struct pollfd pfd = { r->fd, POLLIN, 0 };
+		struct pollfd pfd = { r->ifd, POLLIN, 0 };
 		int pr = ppoll(&pfd, 1, tsp, mask);
 		if (pr < 0 && errno == EINTR)
 			return -EINTR;
@@ -765,7 +836,7 @@ static int file_slot(struct emu_ring *r, int fd, struct fent *out)
 		out->valid = 0;
 		return 0;
 	}
-	if (emu_find(fd))
+	if (emu_find_checked(fd))
 		return -EBADF;                        /* the kernel refuses ring fds too */
 	int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (d < 0)

@@ -85,6 +85,11 @@ void exec_fill_probe(struct io_uring_probe *p, unsigned n)
 	}
 }
 
+/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC);
+ * tls_batch: how many SQEs that submission took. */
+static __thread int tls_in_submit;
+static __thread unsigned tls_batch;
+
 /* ---- requests ---- */
 
 static struct ureq *req_get_locked(struct emu_ring *r)
@@ -180,8 +185,8 @@ int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out)
 	}
 	if (fcntl(fd, F_GETFD) < 0)
 		return -EBADF;
-	if (emu_find(fd)) {
-		/* Another emulated ring: an eventfd that may be polled. */
+	if (emu_find_checked(fd)) {
+		/* An emulated ring: an eventfd that may be polled. */
 		out->fd = fd;
 		out->kind = FK_POLL;
 		out->direct = 0;
@@ -603,6 +608,15 @@ static int ready_now(int fd, short ev)
 
 /* ---- read / write ---- */
 
+/* The cached kind of q's plain fd proved wrong: look again. */
+static void refresh_file(struct ureq *q)
+{
+	if (q->sqe.flags & IOSQE_FIXED_FILE)
+		return;                       /* registered files are our own dups: exact */
+	exec_fcache_drop(q->r, q->sqe.fd);
+	req_file(q);
+}
+
 static int32_t op_rw(struct ureq *q, int ctx)
 {
 	struct emu_ring *r = q->r;
@@ -653,14 +667,35 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		return e;
 	const struct iovec *iov = q->iov ? q->iov : (const struct iovec *)(uintptr_t)s->addr;
 	int niov = q->iov ? q->niov : (int)s->len;
-	int stream = q->fe.kind != FK_REG && q->fe.kind != FK_OTHER;
-	int64_t off = stream ? -1 : (int64_t)s->off;
-	if (off != -1 && off < -1)
+	/* The offset is always tried as given: the cached kind of a plain fd may be
+	 * stale (the number reused), so only the kernel's ESPIPE makes it a stream,
+	 * whose offset the kernel's io_uring ignores. The kind only routes. */
+	int stream = q->fe.kind == FK_POLL || q->fe.kind == FK_SOCK;
+	int64_t off = (int64_t)s->off;
+	if (off < -1)
 		return -EINVAL;
 	if (off != -1)
 		off += (int64_t)q->done;
 
-	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth. */
+	if (q->to_worker && ctx != CTX_WORKER)
+		return exec_punt(q);              /* AIO with RWF_NOWAIT said: would block */
+	/* Several buffered reads of regular files in one submission: one io_submit
+	 * with RWF_NOWAIT for all (cached data completes inside it). Writes are not
+	 * batched: buffered AIO writes refuse RWF_NOWAIT (-EOPNOTSUPP) on ext4. */
+	if (ctx == CTX_INLINE && tls_batch > 1 && !wr && !r->aio_nowait_off && q->fe.kind == FK_REG &&
+	    !q->fe.direct && off != -1 &&
+	    !q->done && !(s->flags & IOSQE_ASYNC) && !(s->rw_flags & RWF_NOWAIT) && !q->fe.nonblock && q->iov) {
+		q->aio_nowait = 1;
+		e = kaio_submit(q, wr, ctx);
+		if (e != -EAGAIN)
+			return e;
+		q->aio_nowait = 0;
+	}
+	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth.
+	 * (F_GETFL checks the cached O_DIRECT: nothing next to a device I/O.) */
+	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done &&
+	    !(fcntl(q->fd, F_GETFL) & O_DIRECT))
+		refresh_file(q);
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done) {
 		e = kaio_submit(q, wr, ctx);
 		if (e != -EAGAIN)
@@ -680,13 +715,25 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		}
 		flags |= RWF_NOWAIT;
 	}
-	ssize_t n;
+	ssize_t n = -1;
 	if (q->fe.kind == FK_SOCK) {
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)niov };
 		int mf = ctx != CTX_WORKER ? MSG_DONTWAIT : 0;
 		n = wr ? sendmsg(q->fd, &m, mf | MSG_NOSIGNAL) : recvmsg(q->fd, &m, mf);
-	} else {
+		if (n < 0 && errno == ENOTSOCK) {
+			refresh_file(q);          /* not a socket (any more) */
+			errno = ENOTSOCK;
+		}
+	}
+	if (q->fe.kind != FK_SOCK) {
 		n = wr ? pwritev2(q->fd, iov, niov, off, flags) : preadv2(q->fd, iov, niov, off, flags);
+		if (n < 0 && errno == ESPIPE && off != -1) {
+			stream = 1;               /* a pipe, eventfd, ...: the offset does not apply */
+			if (q->fe.kind == FK_REG)
+				refresh_file(q);
+			off = -1;
+			n = wr ? pwritev2(q->fd, iov, niov, off, flags) : preadv2(q->fd, iov, niov, off, flags);
+		}
 	}
 	if (n < 0) {
 		int err = errno;
@@ -742,7 +789,6 @@ static int32_t op_rw(struct ureq *q, int ctx)
 /* ---- network ---- */
 
 static int stream_sock(int fd);
-static int advance_iov(struct ureq *q, uint64_t n);
 static int stabilize_msg(struct ureq *q);
 
 static int32_t op_sendrecv(struct ureq *q, int ctx)
@@ -818,7 +864,7 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 		}
 		if (msg && (e = stabilize_msg(q)) < 0)
 			return e;
-		if (msg && advance_iov(q, (uint64_t)n)) {
+		if (msg && exec_advance_iov(q, (uint64_t)n)) {
 			q->done += (uint64_t)n;
 			q->msg.msg_iov = q->iov;
 			q->msg.msg_iovlen = (size_t)q->niov;
@@ -840,7 +886,7 @@ static int stream_sock(int fd)
 }
 
 /* Drop n bytes from the front of q->iov (our copy); 1 if some remain. */
-static int advance_iov(struct ureq *q, uint64_t n)
+int exec_advance_iov(struct ureq *q, uint64_t n)
 {
 	int k = 0;
 	while (k < q->niov && n >= q->iov[k].iov_len)
@@ -927,8 +973,6 @@ static int32_t op_accept(struct ureq *q, int ctx)
 	int e = req_file(q);
 	if (e)
 		return e;
-	if (q->fe.kind != FK_SOCK)
-		return -ENOTSOCK;
 	/* A blocking listener is only accepted from when poll says a connection waits. */
 	if (ctx != CTX_WORKER && !q->fe.nonblock &&
 	    ((ctx == CTX_INLINE && (s->flags & IOSQE_ASYNC)) || !ready_now(q->fd, POLLIN)))
@@ -1057,7 +1101,7 @@ static int32_t op_close(struct ureq *q)
 	}
 	if (s->fd < 0)
 		return -EBADF;
-	if (emu_find(s->fd))
+	if (emu_find_checked(s->fd))
 		return -EBADF;          /* a ring's fd is closed by io_uring_queue_exit */
 	exec_fcache_drop(r, s->fd);
 	return close(s->fd) < 0 ? -errno : 0;
@@ -1096,7 +1140,7 @@ static int32_t op_msg_ring(struct ureq *q)
 	int e = req_file(q);
 	if (e)
 		return e;
-	struct emu_ring *t = emu_find(q->fd);
+	struct emu_ring *t = emu_find_checked(q->fd);
 	if (!t)
 		return -EBADFD;
 	pthread_mutex_lock(&t->lock);
@@ -1488,9 +1532,6 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 
 /* ---- completion, links, drain ---- */
 
-/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC). */
-static __thread int tls_in_submit;
-
 static int short_transfer(struct ureq *q, int32_t res)
 {
 	unsigned op = q->sqe.opcode;
@@ -1647,15 +1688,17 @@ static void fail_chain_locked(struct emu_ring *r, struct ureq *h)
 	}
 }
 
-static void arm_lt(struct ureq *q)
+/* Arm q's LINK_TIMEOUT once q waits somewhere (as the kernel: after the first
+ * issue), so a short timeout cannot fire while q is still being issued. q may
+ * have completed meanwhile (its completion disposed of lt): check under the lock. */
+static void arm_lt(struct ureq *q, struct ureq *lt)
 {
 	struct emu_ring *r = q->r;
-	struct ureq *lt = q->lt;
 	uint64_t dl;
 	if (kts_to_deadline(&lt->ts, lt->sqe.timeout_flags, &dl) < 0)
 		dl = now_ns();
 	pthread_mutex_lock(&r->lock);
-	if (q->lt == lt && lt->state == RS_LT_IDLE) {
+	if (lt->state == RS_LT_IDLE && lt->lt_target == q && q->lt == lt) {
 		lt->deadline = dl;
 		lt->state = RS_TIMEOUT;
 		reactor_start_locked(r);
@@ -1689,11 +1732,13 @@ static struct ureq *run_one(struct ureq *q, int ctx)
 		pthread_mutex_unlock(&r->lock);
 		return run;
 	}
-	if (q->lt && q->lt->state == RS_LT_IDLE)
-		arm_lt(q);
+	struct ureq *lt = q->lt && q->lt->state == RS_LT_IDLE ? q->lt : NULL;
 	int32_t res = op_exec(q, ctx, &run);
-	if (res == Q_QUEUED)
+	if (res == Q_QUEUED) {
+		if (lt)
+			arm_lt(q, lt);
 		return run;
+	}
 	pthread_mutex_lock(&r->lock);
 	exec_complete_locked(q, res, &run);
 	pthread_mutex_unlock(&r->lock);
@@ -1817,8 +1862,18 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 	__atomic_store_n(r->sq_head, head, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&r->lock);
 	tls_in_submit = 1;
+	tls_batch = done;
 	exec_issue_list(run, CTX_INLINE);
-	tls_in_submit = 0;
+	tls_batch = 0;
 	kaio_flush(r);
+	if (r->aio_nowait_pending) {
+		/* buffered AIO completed inside io_submit: post it now, as inline */
+		run = NULL;
+		pthread_mutex_lock(&r->lock);
+		kaio_reap_locked(r, &run);
+		pthread_mutex_unlock(&r->lock);
+		exec_issue_list(run, CTX_INLINE);
+	}
+	tls_in_submit = 0;
 	return done;
 }

@@ -67,6 +67,8 @@ struct ureq {
 	struct ureq *next, *prev;      /* live list (all requests in flight) */
 	struct ureq *qnext;            /* work queue / defer queue */
 	uint8_t state, chain_fail, canceled, connecting;
+	uint8_t aio_nowait;            /* a buffered read/write batched through AIO with RWF_NOWAIT */
+	uint8_t to_worker;             /* that said EAGAIN (or came back short): a worker finishes it */
 	uint32_t chain_n;              /* head of a chain: how many requests it holds */
 	int32_t prep_err;
 	int32_t res;
@@ -145,6 +147,8 @@ struct bgroup {
 struct emu_ring {
 	_Atomic int refs;
 	int fd;                        /* the ring fd: an eventfd (see DROPIN.md) */
+	long efd_id;                   /* its kernel id (fdinfo), -1 if unknown */
+	int ifd;                       /* our own dup of it: what the library uses */
 	unsigned flags, features;
 	unsigned sq_entries, cq_entries;
 	uint32_t sqe_size, cqe_shift;
@@ -193,6 +197,8 @@ struct emu_ring {
 	int aio_state;                 /* 0 untried, 1 on, -1 unavailable */
 	aio_context_t aio_ctx;
 	unsigned aio_inflight, aio_max;
+	unsigned aio_nowait_pending;   /* buffered RWF_NOWAIT iocbs not reaped yet */
+	int aio_nowait_off;            /* the file system refused them: read inline instead */
 	struct iocb *aio_pend[64];
 	int aio_npend;
 	/* SQPOLL */
@@ -207,6 +213,8 @@ struct emu_ring {
 
 /* emu.c */
 struct emu_ring *emu_find(int fd);
+struct emu_ring *emu_find_checked(int fd);
+struct emu_ring *emu_alias(int fd);
 int emu_setup(unsigned entries, struct io_uring_params *p);
 int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete,
 	      unsigned flags, const void *arg, size_t argsz);
@@ -226,6 +234,7 @@ uint64_t now_ns(void);
 int emu_update_files(struct emu_ring *r, unsigned off, int *ufds, const uint64_t *utags, unsigned nr);
 int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg);
 int exec_punt(struct ureq *q);
+int exec_advance_iov(struct ureq *q, uint64_t n);
 int exec_wait_ready(struct ureq *q, short events);
 
 unsigned exec_submit(struct emu_ring *r, unsigned n, int *err);
