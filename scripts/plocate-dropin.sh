@@ -145,7 +145,8 @@ trace() {
 		fail "$tag: strace plocate $Q: $(tail -n 1 "$tag.trace.err")"
 	cmp -s "$tag.trace.out" ref.1.out || fail "$tag: plocate $Q under strace prints other results"
 }
-# counts TAG -> "main_pread64 other_pread64 main_preadv2 other_reads" for plocate's process
+# counts TAG -> "main_pread64 other_pread64 main_preadv other_preadv main_io_submit
+# other_io_submit" for plocate's process (preadv counts preadv and preadv2)
 counts() {
 	awk -v plocate="$PLOCATE" '
 		$2 ~ "^execve\\(\"" plocate "\"" && $0 ~ /= 0$/ { main = $1 }
@@ -154,7 +155,8 @@ counts() {
 		{ sc = $2; sub(/\(.*/, "", sc) }
 		sc == "pread64" { if ($1 == main) mp++; else op++ }
 		sc == "preadv2" || sc == "preadv" { if ($1 == main) mv++; else ov++ }
-		END { printf "%d %d %d %d\n", mp, op, mv, ov }' "$1.strace"
+		sc == "io_submit" { if ($1 == main) ms++; else os++ }
+		END { printf "%d %d %d %d %d %d\n", mp, op, mv, ov, ms, os }' "$1.strace"
 }
 trace kernel env
 trace fallback "$NORING"
@@ -165,15 +167,15 @@ grep -q "not using io_uring" dropin.trace.err &&
 	fail "with the drop-in plocate says: $(grep 'io_uring' dropin.trace.err | head -n 1)"
 grep -q "openat(.*\"$DROPIN/liburing.so.2\", .* = [0-9]" dropin.strace ||
 	fail "plocate did not load $DROPIN/liburing.so.2: $(grep 'liburing.so.2' dropin.strace | grep -v ENOENT | head -n 1)"
-read -r kmp kop kmv kov <<< "$(counts kernel)"
-read -r fmp fop fmv fov <<< "$(counts fallback)"
-read -r dmp dop dmv dov <<< "$(counts dropin)"
+read -r kmp kop kmv kov kms kos <<< "$(counts kernel)"
+read -r fmp fop fmv fov fms fos <<< "$(counts fallback)"
+read -r dmp dop dmv dov dms dos <<< "$(counts dropin)"
 echo "plocate-dropin: plocate $Q, system calls of plocate's own thread / of other threads:"
 grep -q 'io_uring_setup(.* = [0-9]' kernel.strace && kring=1 || kring=0
 [ "$kring" = 1 ] &&
-echo "  kernel   (no filter, Debian's liburing):  pread64 $kmp / $kop, preadv/preadv2 $kmv / $kov"
-echo "  fallback (noring, Debian's liburing):  pread64 $fmp / $fop, preadv/preadv2 $fmv / $fov"
-echo "  drop-in  (noring, emulated ring):      pread64 $dmp / $dop, preadv/preadv2 $dmv / $dov"
+echo "  kernel   (no filter, Debian's liburing):  pread64 $kmp / $kop, preadv/preadv2 $kmv / $kov, io_submit $kms / $kos"
+echo "  fallback (noring, Debian's liburing):  pread64 $fmp / $fop, preadv/preadv2 $fmv / $fov, io_submit $fms / $fos"
+echo "  drop-in  (noring, emulated ring):      pread64 $dmp / $dop, preadv/preadv2 $dmv / $dov, io_submit $dms / $dos"
 [ "$fmp" -gt 0 ] || fail "the fallback run shows no pread64 in plocate's thread: the count cannot tell the paths apart"
 [ "$dmp" -lt "$fmp" ] ||
 	fail "with the drop-in plocate's own thread issues $dmp pread64, as many as its fallback ($fmp): its reads do not go through the ring"
