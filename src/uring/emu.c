@@ -98,6 +98,20 @@ struct emu_ring *emu_alias(int fd)
 	return NULL;
 }
 
+/* The library's own descriptors (the ring's private eventfd, the reactor's
+ * wake-up, dups of registered files) go above EMU_FD_BASE, out of the way of
+ * the numbers a program expects to get back from open() or to find unused. */
+int emu_fd_high(int fd)
+{
+	if (fd < 0 || fd >= EMU_FD_BASE)
+		return fd;
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, EMU_FD_BASE);
+	if (h < 0)
+		return fd;                /* a low RLIMIT_NOFILE: keep the low one */
+	close(fd);
+	return h;
+}
+
 int emu_forced(void)
 {
 	const char *e = getenv("URING_EMULATE");
@@ -345,7 +359,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	r->efd_id = efd_id(fd);
 	/* Our own descriptor of the same eventfd: the ring keeps working if the
 	 * program closes its ring fd and goes on with a dup() of it. */
-	r->ifd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	r->ifd = emu_fd_high(fcntl(fd, F_DUPFD_CLOEXEC, 3));
 	if (r->ifd < 0) {
 		err = -errno;
 		goto fail;
@@ -841,6 +855,7 @@ static int file_slot(struct emu_ring *r, int fd, struct fent *out)
 	int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (d < 0)
 		return -errno;
+	d = emu_fd_high(d);
 	int e = exec_file(r, d, -1, out);
 	if (e < 0) {
 		close(d);
@@ -1130,6 +1145,7 @@ int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr)
 		int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		if (d < 0)
 			return -errno;
+		d = emu_fd_high(d);
 		pthread_mutex_lock(&r->lock);
 		int e = 0;
 		if (r->evfd >= 0) {

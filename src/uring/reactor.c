@@ -247,7 +247,7 @@ int reactor_start_locked(struct emu_ring *r)
 	if (r->reactor_on)
 		return 0;
 	if (r->wake_fd < 0) {
-		r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		r->wake_fd = emu_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 		if (r->wake_fd < 0)
 			return -errno;
 	}

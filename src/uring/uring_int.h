@@ -35,6 +35,7 @@
 #define EMU_MAX_CQ (2u * EMU_MAX_ENTRIES)
 #define EMU_INLINE_IOV 4
 #define EMU_FCACHE 1024
+#define EMU_FD_BASE 512             /* the library's own fds go at or above this */
 
 /* How an fd is served: kind decides inline/poll/worker, direct decides AIO. */
 enum { FK_UNKNOWN = 0, FK_REG, FK_POLL, FK_SOCK, FK_OTHER };
@@ -225,6 +226,7 @@ void emu_put(struct emu_ring *r);
 void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int async);
 void emu_signal_efd(struct emu_ring *r);
 int emu_forced(void);
+int emu_fd_high(int fd);
 int ucopy(void *dst, const void *src, size_t n);
 int uwrite(void *dst, const void *src, size_t n);
 uint64_t now_ns(void);
