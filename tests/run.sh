@@ -75,6 +75,7 @@ for t in $list; do
 	*)  echo "FAIL $name (exit $rc, ${secs}s)"; sed 's/^/    /' "$dir.log" | tail -n 40
 	    fail=$((fail + 1)); failed="$failed $name" ;;
 	esac
+	[ $rc -eq 0 ] && grep '^SUMMARY: ' "$dir.log" | sed 's/^/    /'   # what a passing test counted
 	rm -rf "$dir" "$dir.log"
 done
 [ -n "$failed" ] && echo "failed:$failed"

@@ -1,6 +1,7 @@
 /* testutil.h: the assertion macros and small SimpleFS helpers shared by the test programs
  * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count, crc32c,
- * the seeded pseudo-random generators, a whole file as a string).
+ * the seeded pseudo-random generators, a whole file as a string, running a script of the
+ * project as a test).
  * Header only (static inline), included as "testutil.h" by tests/test_*.c.
  * It must never hide a failure: every helper exits 1 with the caller's file:line on error. */
 #ifndef TESTUTIL_H
@@ -10,10 +11,12 @@
 
 #include "parts.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A test may define its own FAIL (e.g. to add a seed) before including this header. */
 #ifndef FAIL
@@ -131,6 +134,50 @@ static inline const char *tu_sanitize_cflags(const char *lib)
 	char cmd[8400];
 	snprintf(cmd, sizeof cmd, "readelf -d '%s' | grep -q libasan", lib);
 	return system(cmd) == 0 ? "-fsanitize=address,undefined" : "";
+}
+
+/* For tests that drive a script of the project (scripts/...) with programs built outside it:
+ * runs bash $UR_SRCDIR/script ARGS... in place of the test, with O=$UR_BIN (the build folder),
+ * so the script's exit status is the test's (0 pass, 1 fail, 77 skip). An argument that
+ * starts with "@" names a file of the source tree: "@tests/x.txt" is passed as
+ * $UR_SRCDIR/tests/x.txt. Returns only if the script cannot be run: 77 outside
+ * tests/run.sh (no UR_SRCDIR/UR_BIN), else 1. */
+static inline int tu_run_script(const char *script, const char *const *args)
+{
+	const char *src = getenv("UR_SRCDIR"), *bin = getenv("UR_BIN");
+	static char path[16][4096];
+	const char *argv[20];
+	int n = 0;
+
+	if (!src || !bin) {
+		printf("UR_SRCDIR or UR_BIN is not set (run through tests/run.sh)\n");
+		return 77;
+	}
+	argv[n++] = "bash";
+	snprintf(path[0], sizeof path[0], "%s/%s", src, script);
+	argv[n++] = path[0];
+	for (int i = 0; args[i]; i++) {
+		if (n >= 16) {
+			fprintf(stderr, "FAIL: tu_run_script: too many arguments\n");
+			return 1;
+		}
+		if (args[i][0] == '@') {
+			snprintf(path[n], sizeof path[n], "%s/%s", src, args[i] + 1);
+			argv[n] = path[n];
+		} else {
+			argv[n] = args[i];
+		}
+		n++;
+	}
+	argv[n] = NULL;
+	if (setenv("O", bin, 1) < 0) {
+		fprintf(stderr, "FAIL: setenv: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(NULL);
+	execvp("bash", (char *const *)argv);
+	fprintf(stderr, "FAIL: bash %s: %s\n", path[0], strerror(errno));
+	return 1;
 }
 
 #endif

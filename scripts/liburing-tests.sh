@@ -1,0 +1,430 @@
+#!/bin/bash
+# scripts/liburing-tests.sh - proof 1 of the liburing drop-in (issue 9): runs
+# liburing 2.3's own tests and examples, built unchanged from Debian's source
+# package against Debian's installed liburing.h and linked with -luring, so that
+# LD_LIBRARY_PATH alone chooses which liburing.so.2 they load, under four setups:
+#   a  Debian's liburing, the kernel's io_uring allowed
+#   b  Debian's liburing under noring (io_uring_setup/enter/register fail: EPERM)
+#   c  the drop-in (LD_LIBRARY_PATH) under noring: the ring is emulated
+#   d  the drop-in with the kernel allowed: pass-through
+# Nothing of liburing is kept in the project: the source is fetched with
+# `apt-get source liburing` (deb-src lines are added to apt's sources if missing)
+# into the build folder, and the build is cached there.
+#
+#   scripts/liburing-tests.sh [options] [TEST...]
+#   -B DIR    build folder (default $O/liburing-tests; O defaults to .)
+#   -L DIR    the drop-in's folder, holding liburing.so.2 (default $O/uring)
+#   -N PATH   the noring launcher (default $O/noring)
+#   -s SETUPS the setups to run, letters of abcd (default abcd)
+#   -t SECS   time limit per test (default 60, liburing's own)
+#   -m FILE   write the table of every test as markdown (needs all four setups run)
+#   -M FILE   the same from the results of earlier runs, running nothing
+#   -c FILE   check mode: FILE lists tests that must pass in every setup run (one
+#             name a line, # comments); one failing fails the check (exit 1), one
+#             passing that is not listed is reported; the counts are printed.
+#             Unlisted tests run with the limit of -T (default 10 s), and in a
+#             later setup only if they passed the earlier ones
+#   -k        fetch and build only
+# TEST...: test names (e.g. nop read-write examples/io_uring-cp); default every
+# test built (with -c, only the listed tests among them are checked).
+#
+# Results: BUILD/results/SETUP.tsv (test, result, seconds, last line of output),
+# the full output of each run in BUILD/logs/SETUP/TEST.log (check mode: under
+# BUILD/check/).
+# Exit: 0 done (check passed), 1 a check failed, 77 cannot run here (no source
+# package, no compiler, no noring or drop-in for the setups asked): the reason is
+# the last line printed. Must never: count a test as passing that did not exit 0,
+# run setup c or d without checking that the tests really load the drop-in, or
+# run b or c without the filter.
+set -u
+O=${O:-.}
+BUILD=$O/liburing-tests
+DROPIN=$O/uring
+NORING=$O/noring
+SETUPS=abcd
+TLIMIT=60
+TNEW=10
+MD=""
+CHECK=""
+BUILD_ONLY=0
+while getopts B:L:N:s:t:T:m:M:c:kh opt; do
+	case $opt in
+	B) BUILD=$OPTARG ;;
+	L) DROPIN=$OPTARG ;;
+	N) NORING=$OPTARG ;;
+	s) SETUPS=$OPTARG ;;
+	t) TLIMIT=$OPTARG ;;
+	T) TNEW=$OPTARG ;;
+	m) MD=$OPTARG ;;
+	M) MD=$OPTARG; SETUPS=none ;;
+	c) CHECK=$OPTARG ;;
+	k) BUILD_ONLY=1 ;;
+	*) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+case $SETUPS in none) ;; *[!abcd]*|"") echo "liburing-tests: -s $SETUPS: letters of abcd"; exit 2 ;; esac
+
+skip() { echo "liburing-tests: SKIP: $*"; exit 77; }
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+
+mkdir -p "$BUILD" || skip "cannot create $BUILD"
+BUILD=$(cd "$BUILD" && pwd)
+# The tests run in scratch folders: every path becomes absolute.
+abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+DROPIN=$(abs "$DROPIN"); NORING=$(abs "$NORING"); [ -n "$CHECK" ] && CHECK=$(abs "$CHECK")
+[ -n "$MD" ] && MD=$(abs "$MD")
+BIN=$BUILD/bin
+
+# --- fetch: apt-get source liburing (Debian 12: 2.3) -------------------------
+# Adds deb-src entries beside every Debian "Types: deb" stanza (deb822) or
+# "deb http://deb.debian.org..." line, in a file of its own, once.
+enable_deb_src() {
+	local f=/etc/apt/sources.list.d/urfs-deb-src.sources
+	[ -e "$f" ] && return 0
+	local tmp
+	tmp=$(mktemp) || return 1
+	for s in /etc/apt/sources.list.d/*.sources; do
+		[ -e "$s" ] || continue
+		# Stanzas whose Types is exactly "deb" (one with deb-src already needs nothing).
+		awk 'BEGIN { RS = ""; ORS = "\n\n" }
+		     /(^|\n)Types: deb(\n|$)/ && /URIs: [^\n]*debian/ { sub(/Types: deb/, "Types: deb-src"); print }' "$s" >> "$tmp"
+	done
+	for s in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -e "$s" ] || continue
+		grep -E '^deb [^#]*debian' "$s" | while read -r _ rest; do
+			# One-line format: write it as a deb822 stanza.
+			set -- $rest
+			case $1 in \[*) shift ;; esac
+			printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: %s\n\n' "$1" "$2" "${*:3}"
+		done >> "$tmp"
+	done
+	if [ ! -s "$tmp" ]; then rm -f "$tmp"; return 1; fi
+	$SUDO install -m 644 "$tmp" "$f"; local r=$?
+	rm -f "$tmp"
+	return $r
+}
+
+fetch() {
+	SRC=$(ls -d "$BUILD"/src/liburing-*/ 2>/dev/null | head -n 1)
+	[ -n "$SRC" ] && [ -f "$SRC/test/helpers.c" ] && return 0
+	command -v apt-get >/dev/null || skip "no apt-get: cannot fetch Debian's liburing source package"
+	command -v dpkg-source >/dev/null || skip "no dpkg-source (package dpkg-dev): cannot unpack liburing's source package"
+	mkdir -p "$BUILD/src"
+	if ! (cd "$BUILD/src" && apt-get source --print-uris liburing >/dev/null 2>&1); then
+		enable_deb_src || skip "cannot add deb-src lines to apt's sources (root or sudo needed)"
+		$SUDO apt-get update -qq >"$BUILD/apt-update.log" 2>&1 ||
+			skip "apt-get update failed: $(tail -n 1 "$BUILD/apt-update.log")"
+	fi
+	(cd "$BUILD/src" && timeout 600 apt-get source -qq liburing) >"$BUILD/apt-source.log" 2>&1 ||
+		skip "apt-get source liburing failed: $(grep -v '^W:' "$BUILD/apt-source.log" | tail -n 1)"
+	SRC=$(ls -d "$BUILD"/src/liburing-*/ 2>/dev/null | head -n 1)
+	[ -n "$SRC" ] && [ -f "$SRC/test/helpers.c" ] || skip "apt-get source liburing gave no test/helpers.c"
+}
+
+# --- build: every test and example, unchanged, against /usr/include/liburing.h -----
+# No -I into the source tree: liburing.h and liburing/io_uring.h come from
+# liburing-dev; config-host.h (liburing's configure) says what libc offers.
+# A test that does not compile or link against Debian's exports is listed in
+# BUILD/unbuilt.txt with its first error, and is not run.
+build() {
+	[ -f /usr/include/liburing.h ] || skip "no /usr/include/liburing.h (package liburing-dev)"
+	command -v gcc >/dev/null || skip "no gcc"
+	if [ ! -f "$SRC/config-host.h" ]; then
+		(cd "$SRC" && ./configure) >"$BUILD/configure.log" 2>&1 ||
+			skip "liburing's configure failed: $(tail -n 1 "$BUILD/configure.log")"
+	fi
+	mkdir -p "$BIN/examples" "$BUILD/buildlog/examples"
+	local cpp="-D_GNU_SOURCE -D__SANE_USERSPACE_TYPES__ -include $SRC/config-host.h -DLIBURING_BUILD_TEST"
+	local cflags="-g -O2 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare"
+	if [ ! -f "$BIN/helpers.o" ]; then
+		gcc $cpp $cflags -c -o "$BIN/helpers.o" "$SRC/test/helpers.c" 2>"$BUILD/buildlog/helpers.log" ||
+			skip "liburing's test/helpers.c does not compile: $(head -n 1 "$BUILD/buildlog/helpers.log")"
+	fi
+	# One line per program: "name source compiler extra-objects".
+	{
+		for s in "$SRC"/test/*.c "$SRC"/test/*.cc; do
+			n=$(basename "$s"); n=${n%.c}; n=${n%.cc}
+			[ "$n" = helpers ] && continue
+			case $s in *.cc) cc=g++ ;; *) cc=gcc ;; esac
+			echo "$n.t $s $cc $BIN/helpers.o"
+		done
+		for s in "$SRC"/examples/*.c; do
+			n=$(basename "$s" .c)
+			echo "examples/$n $s gcc -"
+		done
+	} > "$BUILD/programs.txt"
+	export cpp cflags BIN BUILD
+	# shellcheck disable=SC2016
+	awk '{ print $1, $2, $3, $4 }' "$BUILD/programs.txt" | xargs -P 2 -L 1 sh -c '
+		out=$BIN/$0; log=$BUILD/buildlog/$0.log
+		[ -x "$out" ] || [ -f "$log.failed" ] && exit 0
+		extra=$3; [ "$extra" = - ] && extra=
+		if $2 $cpp $cflags -o "$out" "$1" $extra -luring -lpthread >"$log" 2>&1; then
+			rm -f "$log"
+		else
+			touch "$log.failed"
+		fi'
+	: > "$BUILD/unbuilt.txt"
+	for f in "$BUILD"/buildlog/*.log.failed "$BUILD"/buildlog/examples/*.log.failed; do
+		[ -e "$f" ] || continue
+		n=${f#"$BUILD"/buildlog/}; n=${n%.log.failed}
+		echo "$n $(grep -m 1 -E 'error|undefined reference' "${f%.failed}" | sed 's/^.*: \(error\|undefined\)/\1/')" >> "$BUILD/unbuilt.txt"
+	done
+}
+
+# --- run ---------------------------------------------------------------------
+setup_name() {
+	case $1 in
+	a) echo "Debian liburing, kernel io_uring" ;;
+	b) echo "Debian liburing, io_uring blocked (noring)" ;;
+	c) echo "drop-in, io_uring blocked (emulated)" ;;
+	d) echo "drop-in, kernel io_uring (pass-through)" ;;
+	esac
+}
+
+# The command prefix of a setup (LD_LIBRARY_PATH is set by the caller).
+prefix() {
+	case $1 in a|d) echo "" ;; b|c) echo "$NORING" ;; esac
+}
+
+libpath() {
+	case $1 in a|b) echo "" ;; c|d) echo "$DROPIN" ;; esac
+}
+
+# Checks that a setup is what it says before any test runs in it.
+check_setup() {
+	local s=$1 probe=$BIN/nop.t got
+	[ -x "$probe" ] || skip "nop.t is not built: cannot check setup $s"
+	got=$(LD_LIBRARY_PATH=$(libpath "$s") ldd "$probe" | awk '/liburing\.so\.2/ { print $3 }')
+	case $s in
+	a|b) [ -n "$got" ] && [ "$(readlink -f "$got")" != "$(readlink -f "$DROPIN/liburing.so.2" 2>/dev/null)" ] ||
+	         skip "setup $s: tests load '$got', not Debian's liburing.so.2" ;;
+	c|d) [ -f "$DROPIN/liburing.so.2" ] || skip "setup $s: no drop-in at $DROPIN/liburing.so.2 (build it: make)"
+	     [ "$(readlink -f "$got")" = "$(readlink -f "$DROPIN/liburing.so.2")" ] ||
+	         skip "setup $s: tests load '$got', not the drop-in $DROPIN/liburing.so.2" ;;
+	esac
+	case $s in
+	b|c) [ -x "$NORING" ] || skip "setup $s: no noring launcher at $NORING (build it: make)" ;;
+	esac
+	return 0
+}
+
+. "$(dirname "$0")/dropin-env.sh"
+
+# run_one SETUP NAME: runs BIN/NAME(.t) in a scratch folder, appends its line to
+# results/SETUP.tsv and echoes the result.
+run_one() {
+	local s=$1 n=$2 exe=$BIN/$2.t pre lp env rc res start secs dir last log
+	[ -x "$exe" ] || exe=$BIN/$2
+	pre=$(prefix "$s"); lp=$(libpath "$s"); env=""
+	[ -n "$lp" ] && env=$(dropin_env "$lp")
+	log=$LOGS/$s/$n.log
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/lut.$(basename "$n").XXXXXX") || { echo "FAIL(mktemp)"; return; }
+	# liburing's runner runs tests in the folder that holds them: timeout.c execs ./exec-target.t.
+	ln -s "$BIN/exec-target.t" "$dir/exec-target.t"
+	start=$(date +%s)
+	case $n in
+	examples/*) example "$n" "$exe" "$pre" "$lp" "$env" "$dir" >"$log" 2>&1 ;;
+	*) (cd "$dir" && env LD_LIBRARY_PATH="$lp" $env timeout -s INT -k 10 "$TLIMIT" $pre "$exe") >"$log" 2>&1 </dev/null ;;
+	esac
+	rc=$?
+	secs=$(( $(date +%s) - start ))
+	rm -rf "$dir"
+	case $rc in
+	0) res=PASS ;;
+	77) res=SKIP ;;
+	124|137) res=TIMEOUT ;;
+	13[0-9]|14[0-9]|15[0-9]) res="CRASH(sig $((rc - 128)))" ;;
+	*) res="FAIL($rc)" ;;
+	esac
+	last=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | tr '\t|' '  ' | cut -c 1-160)
+	printf '%s\t%s\t%s\t%s\n' "$n" "$res" "$secs" "$last" >> "$RES/$s.tsv"
+	echo "$res"
+}
+
+# The examples read or copy a file; what they give back is checked.
+example() {
+	local n=${1#examples/} exe=$2 pre=$3 lp=$4 env=$5 dir=$6 out
+	cd "$dir" || return 1
+	case $n in
+	io_uring-test)
+		# Reads the first 4 blocks of 4 KiB (QD 4) with O_DIRECT, prints the count.
+		head -c 16384 /dev/urandom > in || return 1
+		out=$(env LD_LIBRARY_PATH="$lp" $env timeout -s INT -k 10 "$TLIMIT" $pre "$exe" in) || return $?
+		echo "$out"
+		[ "$out" = "Submitted=4, completed=4, bytes=16384" ] ||
+			{ echo "io_uring-test: did not read the 16384-byte file"; return 1; } ;;
+	*)
+		# Copy a file of 3 MiB and an odd tail byte for byte.
+		head -c $((3 * 1024 * 1024 + 12345)) /dev/urandom > in || return 1
+		env LD_LIBRARY_PATH="$lp" $env timeout -s INT -k 10 "$TLIMIT" $pre "$exe" in out || return $?
+		cmp in out || { echo "$n: the copy differs from the original"; return 1; }
+		echo "$n: the copy of $(stat -c %s in) bytes is identical (cmp)" ;;
+	esac
+}
+
+fetch
+build
+[ "$BUILD_ONLY" = 1 ] && { echo "liburing-tests: built $(ls "$BIN"/*.t | wc -l) tests and $(ls "$BIN"/examples | wc -l) examples in $BIN ($(wc -l < "$BUILD/unbuilt.txt") do not build: $BUILD/unbuilt.txt)"; exit 0; }
+
+if [ $# -gt 0 ]; then
+	TESTS="$*"
+else
+	# liburing's tests (exec-target.t too: liburing's runner runs it), then the
+	# examples that check what they do: the others are a server and benchmarks.
+	TESTS="$(cd "$BIN" && ls -- *.t | sed 's/\.t$//' | sort) examples/io_uring-test examples/io_uring-cp examples/link-cp"
+fi
+
+# Where results go: a check run keeps them apart from the full runs the table is made of.
+RES=$BUILD/results; LOGS=$BUILD/logs
+[ -n "$CHECK" ] && { RES=$BUILD/check/results; LOGS=$BUILD/check/logs; }
+
+# result SETUP NAME -> PASS/SKIP/FAIL(..) or "-" when not run; lastline: its last line
+result() { awk -F '\t' -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print "-" }' "$RES/$1.tsv" 2>/dev/null || echo -; }
+lastline() { awk -F '\t' -v n="$2" '$1 == n { print $4 }' "$RES/$1.tsv" 2>/dev/null; }
+
+expected=""
+if [ -n "$CHECK" ]; then
+	[ -f "$CHECK" ] || { echo "liburing-tests: no list $CHECK"; exit 1; }
+	expected=$(sed 's/#.*//' "$CHECK" | awk 'NF { print $1 }' | sort -u)
+	# "NAME !asan # why": not checked against a sanitizer build of the drop-in, where
+	# the ASan runtime preloaded into the test changes what the test itself does.
+	# Each is a counted part skip (SKIP-PART), with the reason.
+	if [ -n "$(dropin_env "$DROPIN")" ]; then
+		grep -E '^[^#[:space:]]+[[:space:]]+!asan' "$CHECK" | while read -r n _ why; do
+			echo "SKIP-PART: asan: $n: ${why#\# }"
+		done
+		notasan=$(grep -E '^[^#[:space:]]+[[:space:]]+!asan' "$CHECK" | awk '{ print $1 }')
+		expected=$(echo "$expected" | grep -vxF "$notasan")
+		TESTS=$(echo "$TESTS" | tr ' ' '\n' | grep -vxF "$notasan")
+	fi
+	# Tests named on the command line: only those of the list are checked.
+	[ $# -gt 0 ] && expected=$(echo "$expected" | grep -Fx "$(echo "$TESTS" | tr ' ' '\n')")
+fi
+listed() { echo "$expected" | grep -qx -- "$1"; }
+
+mkdir -p "$RES"
+done_setups=""
+[ "$SETUPS" = none ] && SETUPS=""
+for s in $(echo "$SETUPS" | fold -w 1); do
+	check_setup "$s"
+	mkdir -p "$LOGS/$s/examples"
+	: > "$RES/$s.tsv"
+	echo "== setup $s: $(setup_name "$s") ($(echo "$TESTS" | wc -w) programs, ${TLIMIT}s each)"
+	for n in $TESTS; do
+		if [ -n "$CHECK" ] && ! listed "$n"; then
+			# Unlisted, in check mode: looked at only to report a new pass, with
+			# the short limit, and in a later setup only if it passed the earlier.
+			ok=1
+			for p in $done_setups; do [ "$(result "$p" "$n")" = PASS ] || ok=0; done
+			[ "$ok" = 1 ] && TLIMIT=$TNEW run_one "$s" "$n" >/dev/null
+			continue
+		fi
+		r=$(run_one "$s" "$n")
+		[ "$r" = PASS ] || printf '  %-28s %s\n' "$n" "$r"
+	done
+	done_setups="$done_setups $s"
+	echo "   $(awk -F '\t' '$2 == "PASS"' "$RES/$s.tsv" | wc -l) passed," \
+	     "$(awk -F '\t' '$2 == "SKIP"' "$RES/$s.tsv" | wc -l) skipped," \
+	     "$(awk -F '\t' '$2 != "PASS" && $2 != "SKIP"' "$RES/$s.tsv" | wc -l) failed (of those run)"
+done
+
+# The table of every test and the counts of issue 9, as markdown.
+markdown() {
+	local R=$RES
+	echo "# liburing 2.3's tests and examples against the drop-in"
+	echo
+	echo "Generated by \`scripts/liburing-tests.sh -m\` on $(date -u +%Y-%m-%d), kernel $(uname -r),"
+	echo "Debian liburing $(dpkg-query -W -f='${Version}' liburing2 2>/dev/null), project commit" \
+	     "$(git -C "$(dirname "$0")" log -1 --format=%h 2>/dev/null), ${TLIMIT} s per test."
+	echo "Setups: **a** $(setup_name a); **b** $(setup_name b); **c** $(setup_name c); **d** $(setup_name d)."
+	echo
+	awk -F '\t' -v unbuilt="$(wc -l < "$BUILD/unbuilt.txt")" '
+		FILENAME ~ /a.tsv$/ { a[$1] = $2; order[++n] = $1; next }
+		FILENAME ~ /b.tsv$/ { b[$1] = $2; next }
+		FILENAME ~ /c.tsv$/ { c[$1] = $2; next }
+		FILENAME ~ /d.tsv$/ { d[$1] = $2; next }
+		END {
+			for (i = 1; i <= n; i++) {
+				t = order[i]
+				if (t ~ /^examples\//) { ex++; if (c[t] == "PASS") exc++; if (d[t] == "PASS") exd++; continue }
+				tests++
+				if (a[t] == "PASS") { pa++; if (b[t] == "PASS") pab++; else { ring++; if (c[t] == "PASS") rc++; if (d[t] == "PASS") rd++; if (c[t] == "PASS" && d[t] == "PASS") rcd++ } }
+				if (c[t] == "PASS") pc++
+				if (d[t] == "PASS") pd++
+				if (c[t] ~ /TIMEOUT|CRASH/) hc = hc " " t (a[t] ~ /TIMEOUT|CRASH/ ? " (also in a)" : "")
+				if (d[t] ~ /TIMEOUT|CRASH/) hd = hd " " t (a[t] ~ /TIMEOUT|CRASH/ ? " (also in a)" : "")
+			}
+			printf "| count | tests |\n| --- | --- |\n"
+			printf "| built against Debian liburing2'\''s exports | %d (%d more do not link: below) |\n", tests, unbuilt
+			printf "| pass in a (kernel io_uring) | %d |\n", pa
+			printf "| ... that also pass in b, with io_uring blocked (they skip their work) | %d |\n", pab
+			printf "| ... so really exercise a ring | **%d** |\n", ring
+			printf "| of those, pass in c (emulated) | **%d** |\n", rc
+			printf "| of those, pass in d (pass-through) | %d |\n", rd
+			printf "| of those, pass in c and d | %d |\n", rcd
+			printf "| pass in c, all tests | %d |\n", pc
+			printf "| pass in d, all tests | %d |\n", pd
+			printf "| examples (copy/read checked with cmp) passing in c / d | %d / %d of %d |\n", exc, exd, ex
+			printf "| hang (timeout) or crash in c | %s |\n", hc == "" ? "none" : hc
+			printf "| hang (timeout) or crash in d | %s |\n", hd == "" ? "none" : hd
+		}' "$R/a.tsv" "$R/b.tsv" "$R/c.tsv" "$R/d.tsv"
+	echo
+	echo "Every program: PASS (exit 0), SKIP (exit 77), FAIL(exit status), TIMEOUT, CRASH(signal)."
+	echo "The note is the last line the program printed: in c when it does not pass there, else in d, else in a."
+	echo
+	echo "| test | a | b | c | d | note |"
+	echo "| --- | --- | --- | --- | --- | --- |"
+	awk -F '\t' '
+		FILENAME ~ /a.tsv$/ { a[$1] = $2; la[$1] = $4; order[++n] = $1; next }
+		FILENAME ~ /b.tsv$/ { b[$1] = $2; next }
+		FILENAME ~ /c.tsv$/ { c[$1] = $2; lc[$1] = $4; next }
+		FILENAME ~ /d.tsv$/ { d[$1] = $2; ld[$1] = $4; next }
+		END {
+			for (i = 1; i <= n; i++) {
+				t = order[i]
+				note = c[t] != "PASS" ? lc[t] : d[t] != "PASS" ? ld[t] : a[t] != "PASS" ? la[t] : ""
+				gsub(/\|/, "\\|", note)
+				printf "| %s | %s | %s | %s | %s | %s |\n", t, a[t], b[t], c[t], d[t], note
+			}
+		}' "$R/a.tsv" "$R/b.tsv" "$R/c.tsv" "$R/d.tsv"
+	echo
+	echo "Not built (they call functions Debian's liburing2 does not export):"
+	echo
+	sed 's/^\([^ ]*\)\.t \(.*\)$/- \1: \2/' "$BUILD/unbuilt.txt"
+}
+
+rc=0
+if [ -n "$CHECK" ]; then
+	nexp=$(echo "$expected" | grep -c .)
+	bad=""; new=""; okall=0
+	for n in $expected; do
+		ok=1
+		for s in $(echo "$SETUPS" | fold -w 1); do
+			r=$(result "$s" "$n")
+			if [ "$r" != PASS ]; then
+				ok=0; bad="$bad $n"
+				echo "FAIL: $n is listed in $(basename "$CHECK") but gives $r in setup $s ($(setup_name "$s")): $(lastline "$s" "$n")"
+			fi
+		done
+		[ "$ok" = 1 ] && okall=$((okall + 1))
+	done
+	for n in $TESTS; do
+		listed "$n" && continue
+		all=1
+		for s in $(echo "$SETUPS" | fold -w 1); do [ "$(result "$s" "$n")" = PASS ] || all=0; done
+		[ "$all" = 1 ] && new="$new $n"
+	done
+	[ -n "$new" ] && echo "NEW: passing in setups $SETUPS but not listed in $(basename "$CHECK") (add them):$new"
+	echo "SUMMARY: liburing 2.3 tests: $okall of $nexp listed pass in setups $SETUPS$( [ -n "$new" ] && echo ", $(echo $new | wc -w) more pass unlisted:$new")"
+	[ -n "$bad" ] && rc=1
+fi
+
+if [ -n "$MD" ]; then
+	for s in a b c d; do [ -f "$RES/$s.tsv" ] || { echo "liburing-tests: -m needs all four setups run"; exit 1; }; done
+	markdown > "$MD" || exit 1
+	echo "liburing-tests: wrote $MD"
+fi
+exit $rc
