@@ -64,6 +64,13 @@ int urch_open_opts(const char *path, unsigned flags, int engine,
 /* Releases the channel's locks, unregisters its buffers, frees it. */
 int urch_close(struct urch *ch);
 
+/* Remove a file: unlink(2) for host engines; UR: the name inside the image of
+ * opts (as urch_open_opts; a file still open stays readable through its
+ * channels until they close). Not durable by itself: on UR, urch_force on any
+ * channel of the image commits it (or the last channel's close, a clean
+ * unmount); on a host file, fsync the directory. -ENOENT when absent. */
+int urch_unlink(const char *path, int engine, const struct urch_opts *opts);
+
 int urch_engine(const struct urch *ch);
 /* The host fd (PSYNC, IO_URING) or the server's file handle (UR). */
 int urch_fd(const struct urch *ch);

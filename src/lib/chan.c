@@ -45,6 +45,17 @@ URCH_EXPORT const char *urch_engine_name(int engine)
 	return e ? e->name : "?";
 }
 
+/* The caller's options with their defaults; -EINVAL for a ring too large. */
+static int opts_fill(struct urch_opts *o, const struct urch_opts *opts)
+{
+	memset(o, 0, sizeof(*o));
+	if (opts)
+		*o = *opts;
+	if (!o->ring_entries)
+		o->ring_entries = URCH_DEF_ENTRIES;
+	return o->ring_entries > 32768 ? -EINVAL : 0;
+}
+
 URCH_EXPORT int urch_open_opts(const char *path, unsigned flags, int engine,
 			       const struct urch_opts *opts, struct urch **out)
 {
@@ -58,12 +69,7 @@ URCH_EXPORT int urch_open_opts(const char *path, unsigned flags, int engine,
 	if (!e || !path || (flags & ~(URCH_CREATE | URCH_TRUNC | URCH_RDONLY | URCH_DIRECT |
 				      URCH_DSYNC)))
 		return -EINVAL;
-	memset(&o, 0, sizeof(o));
-	if (opts)
-		o = *opts;
-	if (!o.ring_entries)
-		o.ring_entries = URCH_DEF_ENTRIES;
-	if (o.ring_entries > 32768)
+	if (opts_fill(&o, opts) < 0)
 		return -EINVAL;
 	struct urch *ch = calloc(1, sizeof(*ch));
 	if (!ch)
@@ -92,6 +98,18 @@ URCH_EXPORT int urch_open_opts(const char *path, unsigned flags, int engine,
 URCH_EXPORT int urch_open(const char *path, unsigned flags, int engine, struct urch **ch)
 {
 	return urch_open_opts(path, flags, engine, NULL, ch);
+}
+
+URCH_EXPORT int urch_unlink(const char *path, int engine, const struct urch_opts *opts)
+{
+	struct urch_opts o;
+	if (!path || !eng_of(engine))
+		return -EINVAL;
+	if (engine != URCH_UR)
+		return unlink(path) < 0 ? -errno : 0;
+	if (opts_fill(&o, opts) < 0)
+		return -EINVAL;
+	return urch_ur_unlink(path, &o);
 }
 
 URCH_EXPORT int urch_close(struct urch *ch)
