@@ -39,6 +39,7 @@ LIB_SRC    := $(wildcard src/lib/*.c)
 BENCH_SRC  := $(wildcard src/bench/*.c)
 TOOL_SRC   := $(wildcard tools/*.c)
 TEST_SRC   := $(wildcard tests/*.c)
+SQLITE_SRC := $(wildcard src/sqlite/*.c)
 
 SFS_OBJ    := $(SFS_SRC:%.c=$(OBJ)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(OBJ)/%.o)
@@ -65,9 +66,14 @@ RPATH_TEST := -Wl,-rpath,'$$ORIGIN/../..'
 LINK_UR    := -L$(O) -l:$(SONAME)
 BENCH_LIBS := -luring -laio
 
+# The SQLite VFS (docs/SQLITE.md): a loadable extension for the sqlite3 shell,
+# and an archive built with -DSQLITE_CORE for programs (and tests) that link SQLite.
+SQLITE_EXT := $(O)/liburfs_sqlite.so
+SQLITE_A   := $(OBJ)/liburfs_sqlite.a
+
 .PHONY: all progs test check clean install fuzz run deps deb deb-deps mutate
 .SECONDARY:
-all: progs $(TESTS)
+all: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTS)
 progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(SERVER) $(TOOLS) $(BENCH)
 
 $(OBJ)/%.o: %.c
@@ -94,6 +100,20 @@ $(LIBUR): $(LIB_OBJ) src/lib/libur_fs.map
 	ln -sf $(LIBFILE) $(O)/$(SONAME)
 	ln -sf $(SONAME) $(O)/libur_fs.so
 
+$(OBJ)/src/sqlite/%.ext.o: src/sqlite/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
+
+$(OBJ)/src/sqlite/%.core.o: src/sqlite/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DSQLITE_CORE $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(SQLITE_EXT): $(SQLITE_SRC:%.c=$(OBJ)/%.ext.o) $(LIBUR)
+	$(CC) $(ALL_CFLAGS) -shared $(LDFLAGS) $(RPATH_TOP) -o $@ $(filter %.o,$^) $(LINK_UR) $(LDLIBS_BASE)
+
+$(SQLITE_A): $(SQLITE_SRC:%.c=$(OBJ)/%.core.o)
+	rm -f $@ && ar rcs $@ $^
+
 $(O)/simplefs_server: $(OBJ)/src/server/main.o $(LIBSERVER) $(LIBSFS)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(OBJ)/src/server/main.o $(LIBSERVER) $(LIBSFS) $(LDLIBS_BASE)
 
@@ -109,6 +129,11 @@ BENCH_LIB_OBJ := $(filter-out $(OBJ)/src/bench/main.o,$(BENCH_OBJ))
 $(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSERVER) $(LIBSFS) $(LIBUR) $(BENCH_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSERVER) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
+
+# SQLite tests link the VFS and Debian's libsqlite3.
+$(OBJ)/t/test_sqlite_%: $(OBJ)/tests/test_sqlite_%.o $(SQLITE_A) $(LIBSFS) $(LIBUR)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(SQLITE_A) $(LIBSFS) $(LINK_UR) -lsqlite3 $(LDLIBS_BASE)
 
 # Both README commands install missing Debian packages first (a no-op when present).
 deps:
@@ -162,6 +187,6 @@ deb: deb-deps
 	O=$(O) sh scripts/build-deb.sh
 
 clean:
-	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(O)/fuzz_sfs $(O)/fuzz-corpus $(O)/deb
+	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(SQLITE_EXT) $(O)/fuzz_sfs $(O)/fuzz-corpus $(O)/deb
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
