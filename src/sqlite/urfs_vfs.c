@@ -36,6 +36,9 @@ SQLITE_EXTENSION_INIT1
 #define SHARED_FIRST  (PENDING_BYTE + 2)
 #define SHARED_SIZE   510u
 
+#define ABSENT_JOURNAL 1u
+#define ABSENT_WAL     2u
+
 /* A pending chunk: bytes [lo, hi) of chunk idx are newer than the file. */
 struct chunk {
 	uint64_t idx;
@@ -55,6 +58,10 @@ struct node {
 	struct chunk **tab;        /* open addressing on idx; NULL = empty */
 	size_t cap, n;
 	uint64_t pend_end;         /* end of the furthest pending byte */
+	/* What the server holds, known while the node is open (this process
+	 * is the image's only client, and its writes all pass here). */
+	int64_t size;              /* the file's size, -1: ask */
+	unsigned absent;           /* database: ABSENT_* names known not to exist */
 	/* WAL index */
 	void **regions;
 	int nregion, shm_refs;
@@ -260,6 +267,7 @@ static int ov_flush(struct node *nd, struct urch *ch)
 		ops[i] = (struct urch_op){ .pos = v[i]->idx * CHUNK + v[i]->lo,
 					   .buf = v[i]->data + v[i]->lo,
 					   .len = v[i]->hi - v[i]->lo };
+	uint64_t end = ops[n - 1].pos + ops[n - 1].len;
 	r = urch_batch_write_fully(ch, ops, n);
 	if (r > 0) {
 		r = -EIO;
@@ -269,8 +277,13 @@ static int ov_flush(struct node *nd, struct urch *ch)
 				break;
 			}
 	}
-	if (r == 0)
+	if (r == 0) {
 		drop_all(nd);
+		if (nd->size >= 0 && (uint64_t)nd->size < end)
+			nd->size = (int64_t)end;
+	} else {
+		nd->size = -1;
+	}
 out:
 	free(v);
 	free(ops);
@@ -342,6 +355,7 @@ static struct node *node_get(const char *image, const char *name)
 		snprintf(nd->image, sizeof(nd->image), "%s", image);
 		snprintf(nd->name, sizeof(nd->name), "%s", name);
 		nd->refs = 1;
+		nd->size = -1;
 		pthread_mutex_init(&nd->mu, NULL);
 		nd->next = nodes;
 		nodes = nd;
@@ -413,6 +427,34 @@ static struct node *locked_node(const char *name, char *image)
 	make_key(key, sizeof(key), image, name);
 	pthread_mutex_lock(&g_mu);
 	return node_find(key);
+}
+
+/* The open database node a journal or WAL name belongs to (g_mu held) and
+ * the ABSENT_* bit of that name, or NULL. */
+static struct node *db_node(const char *name, const char *image, unsigned *bit)
+{
+	char db[64], key[PATH_MAX + 80];
+	size_t l = strlen(name);
+	*bit = l > 8 && !strcmp(name + l - 8, "-journal") ? ABSENT_JOURNAL :
+	       l > 4 && !strcmp(name + l - 4, "-wal") ? ABSENT_WAL : 0;
+	if (!*bit)
+		return NULL;
+	db_of(name, db, sizeof(db));
+	make_key(key, sizeof(key), image, db);
+	return node_find(key);
+}
+
+/* Record that name does (0) or does not (1) exist, on its database's node. */
+static void note_absent(const char *name, const char *image, int absent)
+{
+	unsigned bit;
+	pthread_mutex_lock(&g_mu);
+	struct node *db = db_node(name, image, &bit);
+	if (db && absent)
+		db->absent |= bit;
+	else if (db)
+		db->absent &= ~bit;
+	pthread_mutex_unlock(&g_mu);
 }
 
 static int name_ok(const char *name)
@@ -534,6 +576,7 @@ static int x_truncate(sqlite3_file *f, sqlite3_int64 size)
 	int r = ov_cut(u->node, (uint64_t)size);
 	if (!r)
 		r = urch_truncate(u->ch, (uint64_t)size);
+	u->node->size = r ? -1 : size;
 	pthread_mutex_unlock(&u->node->mu);
 	return r == -ENOMEM ? SQLITE_IOERR_NOMEM : r < 0 ? SQLITE_IOERR_TRUNCATE : SQLITE_OK;
 }
@@ -556,7 +599,9 @@ static int x_file_size(sqlite3_file *f, sqlite3_int64 *size)
 {
 	struct ufile *u = (struct ufile *)f;
 	pthread_mutex_lock(&u->node->mu);
-	int64_t s = urch_size(u->ch);
+	int64_t s = u->node->size;
+	if (s < 0)
+		s = u->node->size = urch_size(u->ch);
 	if (s >= 0 && (uint64_t)s < u->node->pend_end)
 		s = (int64_t)u->node->pend_end;
 	pthread_mutex_unlock(&u->node->mu);
@@ -769,6 +814,7 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
 	if (flags & SQLITE_OPEN_READONLY)
 		cf |= URCH_RDONLY;
 	struct urch_opts o = { .image = image };
+	note_absent(name, image, 0);
 	int r = urch_open_opts(name, cf, URCH_UR, &o, &u->ch);
 	if (r < 0)
 		return SQLITE_CANTOPEN;
@@ -809,11 +855,14 @@ static int v_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
 	if (nd) {
 		pthread_mutex_lock(&nd->mu);
 		drop_all(nd);
+		nd->size = -1;
 		pthread_mutex_unlock(&nd->mu);
 	}
 	pthread_mutex_unlock(&g_mu);
 	struct urch_opts o = { .image = image };
 	int r = urch_unlink(name, URCH_UR, &o);
+	if (r == 0 || r == -ENOENT)
+		note_absent(name, image, 1);
 	if (r == -ENOENT)
 		return SQLITE_IOERR_DELETE_NOENT;
 	if (r < 0)
@@ -844,11 +893,13 @@ static int v_access(sqlite3_vfs *vfs, const char *name, int flags, int *res)
 	*res = 0;
 	if (!name_ok(name))
 		return SQLITE_OK;
-	struct node *nd = locked_node(name, image);
+	unsigned bit;
+	struct node *nd = locked_node(name, image), *db = db_node(name, image, &bit);
+	int known_absent = db && (db->absent & bit);
 	if (nd && nd->pend_end)
 		*res = 1;
 	pthread_mutex_unlock(&g_mu);
-	if (*res)
+	if (*res || known_absent)
 		return SQLITE_OK;
 	struct urch_opts o = { .image = image };
 	struct urch *ch;
@@ -858,7 +909,10 @@ static int v_access(sqlite3_vfs *vfs, const char *name, int flags, int *res)
 		*res = 1;
 		return SQLITE_OK;
 	}
-	return r == -ENOENT ? SQLITE_OK : SQLITE_IOERR_ACCESS;
+	if (r != -ENOENT)
+		return SQLITE_IOERR_ACCESS;
+	note_absent(name, image, 1);
+	return SQLITE_OK;
 }
 
 /* Names live in the image's flat directory: no '/', and short enough for
