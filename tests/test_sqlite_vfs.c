@@ -3,8 +3,8 @@
  * mode, a 3 MiB blob and thousands of pages, persistence across a reopen,
  * integrity_check; at the file level: writes stay pending (the file inside
  * the image is unchanged) until xSync, reads and a second handle see the
- * pending bytes, xSync puts them in the file, truncate cuts pending bytes,
- * short reads; xAccess/xDelete of journals; locks between two connections
+ * pending bytes, xSync puts them in the file, truncate cuts pending and
+ * cached bytes, short reads; xAccess/xDelete of journals; locks between two connections
  * of the process in both modes; the image from the URI or $SFS_IMAGE; names
  * the image cannot hold are refused. */
 #include <errno.h>
@@ -217,6 +217,19 @@ static void file_round(void)
 	CHECK_EQ(f->pMethods->xRead(f, b, 100, 6000), SQLITE_IOERR_SHORT_READ);
 	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
 	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 6050);
+	/* Held (clean) bytes follow a truncate: the cut part reads as zeros
+	 * when the file grows again. */
+	static unsigned char keep[6050];
+	CHECK_EQ(g->pMethods->xRead(g, keep, 6050, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xTruncate(f, 100), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a, 10, 5000), SQLITE_OK);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(g->pMethods->xRead(g, b, 5010, 0), SQLITE_OK);
+	CHECK(!memcmp(b, keep, 100) && !memcmp(b + 100, z, 4900) && !memcmp(b + 5000, a, 10));
+	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 5010);
+	CHECK(!memcmp(b, keep, 100) && !memcmp(b + 100, z, 4900) && !memcmp(b + 5000, a, 10));
 	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
 	CHECK_EQ(g->pMethods->xClose(g), SQLITE_OK);
 	/* Pending bytes of a closing file go to the server (no sync asked). */
@@ -224,6 +237,7 @@ static void file_round(void)
 	CHECK_EQ(f->pMethods->xWrite(f, a, 100, 7000), SQLITE_OK);
 	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
 	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 7100);
+	CHECK(!memcmp(b, keep, 100) && !memcmp(b + 5000, a, 10));
 	CHECK(!memcmp(b + 7000, a, 100));
 	/* xAccess / xDelete. */
 	int res = -1;

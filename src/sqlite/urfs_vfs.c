@@ -29,6 +29,7 @@ SQLITE_EXTENSION_INIT1
 #define CHUNK        4096u
 #define NAME_MAX_DB  55          /* 63 (SimpleFS) minus "-journal" */
 #define PEND_LIMIT   (32u << 20) /* pending bytes that force a batch before xSync */
+#define CLEAN_MAX    4096u       /* clean chunks (16 MiB) a file keeps at most */
 
 /* SQLite's lock bytes (os.h), as the unix VFS uses them. */
 #define PENDING_BYTE  0x40000000u
@@ -39,10 +40,11 @@ SQLITE_EXTENSION_INIT1
 #define ABSENT_JOURNAL 1u
 #define ABSENT_WAL     2u
 
-/* A pending chunk: bytes [lo, hi) of chunk idx are newer than the file. */
+/* A chunk of a file held in memory: bytes [lo, hi), of which [dlo, dhi)
+ * are pending (newer than the file; dhi 0: none). */
 struct chunk {
 	uint64_t idx;
-	uint32_t lo, hi;
+	uint32_t lo, hi, dlo, dhi;
 	unsigned char data[CHUNK];
 };
 
@@ -56,7 +58,7 @@ struct node {
 	int refs;
 	pthread_mutex_t mu;
 	struct chunk **tab;        /* open addressing on idx; NULL = empty */
-	size_t cap, n;
+	size_t cap, n, ndirty;     /* chunks held, of which pending */
 	uint64_t pend_end;         /* end of the furthest pending byte */
 	/* What the server holds, known while the node is open (this process
 	 * is the image's only client, and its writes all pass here). */
@@ -84,7 +86,9 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct node *nodes;
 
 /* ---------------------------------------------------------------------------
- * The overlay (node->mu held).
+ * The overlay and the cache (node->mu held). Every chunk holds bytes
+ * [lo, hi) of its part of the file as they are for SQLite; [dlo, dhi) of
+ * them are pending (dhi 0: none, a clean chunk, which equals the file).
  * ------------------------------------------------------------------------- */
 static size_t slot_of(const struct node *nd, uint64_t idx)
 {
@@ -136,8 +140,54 @@ static void drop_all(struct node *nd)
 		free(nd->tab[i]);
 	free(nd->tab);
 	nd->tab = NULL;
-	nd->cap = nd->n = 0;
+	nd->cap = nd->n = nd->ndirty = 0;
 	nd->pend_end = 0;
+}
+
+/* Keep the chunks keep() accepts, cut to [0, size); rebuilt table (removals
+ * would break its probe chains). */
+static int rebuild(struct node *nd, uint64_t size, int (*keep)(const struct chunk *))
+{
+	struct chunk **old = nd->tab;
+	size_t oc = nd->cap;
+	struct chunk **t = oc ? calloc(oc, sizeof(*t)) : NULL;
+	if (oc && !t)
+		return -ENOMEM;
+	nd->tab = t;
+	nd->n = nd->ndirty = 0;
+	for (size_t i = 0; i < oc; i++) {
+		struct chunk *c = old[i];
+		if (!c)
+			continue;
+		uint64_t cs = c->idx * CHUNK;
+		if (!keep(c) || cs + c->lo >= size) {
+			free(c);
+			continue;
+		}
+		if (cs + c->hi > size)
+			c->hi = (uint32_t)(size - cs);
+		if (c->dhi && cs + c->dhi > size)
+			c->dhi = (uint32_t)(size - cs);
+		if (c->dhi <= c->dlo)
+			c->dlo = c->dhi = 0;
+		nd->ndirty += c->dhi != 0;
+		put(nd, c);
+	}
+	free(old);
+	if (nd->pend_end > size)
+		nd->pend_end = size;
+	return 0;
+}
+
+static int keep_all(const struct chunk *c)
+{
+	(void)c;
+	return 1;
+}
+
+static int keep_dirty(const struct chunk *c)
+{
+	return c->dhi != 0;
 }
 
 /* Read [pos, pos+len) of the file itself: bytes read (short at end of file). */
@@ -155,8 +205,8 @@ static int64_t base_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
 	return (int64_t)got;
 }
 
-/* Add [pos, pos+len) to the overlay. A write that leaves a gap inside a
- * chunk's pending range first fills the gap from the file. */
+/* Add [pos, pos+len) to the overlay. A write that leaves a gap between it
+ * and the bytes a chunk holds first fills the gap from the file. */
 static int ov_write(struct node *nd, struct urch *ch, const void *buf, size_t len, uint64_t pos)
 {
 	const unsigned char *p = buf;
@@ -171,6 +221,7 @@ static int ov_write(struct node *nd, struct urch *ch, const void *buf, size_t le
 			c->idx = idx;
 			c->lo = o;
 			c->hi = o + l;
+			c->dlo = c->dhi = 0;
 			put(nd, c);
 		} else if (o > c->hi || o + l < c->lo) {
 			unsigned char tmp[CHUNK];
@@ -192,6 +243,16 @@ static int ov_write(struct node *nd, struct urch *ch, const void *buf, size_t le
 				c->hi = o + l;
 		}
 		memcpy(c->data + o, p, l);
+		if (!c->dhi) {
+			c->dlo = o;
+			c->dhi = o + l;
+			nd->ndirty++;
+		} else {
+			if (o < c->dlo)
+				c->dlo = o;
+			if (o + l > c->dhi)
+				c->dhi = o + l;
+		}
 		if (pos + l > nd->pend_end)
 			nd->pend_end = pos + l;
 		p += l;
@@ -199,6 +260,25 @@ static int ov_write(struct node *nd, struct urch *ch, const void *buf, size_t le
 		len -= l;
 	}
 	return 0;
+}
+
+/* Keep the whole chunks of [pos, pos+got), just read from the file, as
+ * clean chunks; past CLEAN_MAX chunks the clean ones are all dropped. */
+static void cache_fill(struct node *nd, const unsigned char *p, uint64_t pos, uint64_t got)
+{
+	if (nd->n - nd->ndirty > CLEAN_MAX && rebuild(nd, UINT64_MAX, keep_dirty) < 0)
+		return;
+	for (uint64_t q = (pos + CHUNK - 1) / CHUNK * CHUNK; q + CHUNK <= pos + got; q += CHUNK) {
+		struct chunk *c;
+		if (find(nd, q / CHUNK) || grow(nd) < 0 || !(c = malloc(sizeof(*c))))
+			continue;
+		c->idx = q / CHUNK;
+		c->lo = 0;
+		c->hi = CHUNK;
+		c->dlo = c->dhi = 0;
+		memcpy(c->data, p + (q - pos), CHUNK);
+		put(nd, c);
+	}
 }
 
 /* Read through the overlay: bytes valid from pos (< len: end of file; the
@@ -216,13 +296,15 @@ static int64_t ov_read(struct node *nd, struct urch *ch, void *buf, size_t len, 
 			break;
 		}
 	}
-	uint64_t valid = 0;
+	uint64_t valid = len;      /* held bytes are in the file or pending */
 	if (!covered) {
 		int64_t r = base_read(ch, p, len, pos);
 		if (r < 0)
 			return r;
 		memset(p + r, 0, len - (size_t)r);
 		valid = (uint64_t)r;
+		if (nd->pend_end > pos && nd->pend_end - pos > valid)
+			valid = nd->pend_end - pos;
 	}
 	for (uint64_t q = pos; q < pos + len; q = (q / CHUNK + 1) * CHUNK) {
 		struct chunk *c = find(nd, q / CHUNK);
@@ -234,8 +316,8 @@ static int64_t ov_read(struct node *nd, struct urch *ch, void *buf, size_t len, 
 		if (s < e)
 			memcpy(p + (s - pos), c->data + (s - cs), e - s);
 	}
-	if (nd->pend_end > pos && nd->pend_end - pos > valid)
-		valid = nd->pend_end - pos;
+	if (!covered && valid == len)
+		cache_fill(nd, p, pos, len);
 	return (int64_t)(valid < len ? valid : len);
 }
 
@@ -246,13 +328,13 @@ static int cmp_chunk(const void *a, const void *b)
 }
 
 /* Send every pending chunk to the server as one batch. On success the
- * overlay is empty; on failure it is kept (reads still see the data). */
+ * chunks are clean; on failure they stay pending (reads still see them). */
 static int ov_flush(struct node *nd, struct urch *ch)
 {
-	if (!nd->n)
+	if (!nd->ndirty)
 		return 0;
-	struct chunk **v = malloc(nd->n * sizeof(*v));
-	struct urch_op *ops = malloc(nd->n * sizeof(*ops));
+	struct chunk **v = malloc(nd->ndirty * sizeof(*v));
+	struct urch_op *ops = malloc(nd->ndirty * sizeof(*ops));
 	int r = 0;
 	if (!v || !ops) {
 		r = -ENOMEM;
@@ -260,13 +342,13 @@ static int ov_flush(struct node *nd, struct urch *ch)
 	}
 	size_t n = 0;
 	for (size_t i = 0; i < nd->cap; i++)
-		if (nd->tab[i])
+		if (nd->tab[i] && nd->tab[i]->dhi)
 			v[n++] = nd->tab[i];
 	qsort(v, n, sizeof(*v), cmp_chunk);
 	for (size_t i = 0; i < n; i++)
-		ops[i] = (struct urch_op){ .pos = v[i]->idx * CHUNK + v[i]->lo,
-					   .buf = v[i]->data + v[i]->lo,
-					   .len = v[i]->hi - v[i]->lo };
+		ops[i] = (struct urch_op){ .pos = v[i]->idx * CHUNK + v[i]->dlo,
+					   .buf = v[i]->data + v[i]->dlo,
+					   .len = v[i]->dhi - v[i]->dlo };
 	uint64_t end = ops[n - 1].pos + ops[n - 1].len;
 	r = urch_batch_write_fully(ch, ops, n);
 	if (r > 0) {
@@ -278,7 +360,10 @@ static int ov_flush(struct node *nd, struct urch *ch)
 			}
 	}
 	if (r == 0) {
-		drop_all(nd);
+		for (size_t i = 0; i < n; i++)
+			v[i]->dlo = v[i]->dhi = 0;
+		nd->ndirty = 0;
+		nd->pend_end = 0;
 		if (nd->size >= 0 && (uint64_t)nd->size < end)
 			nd->size = (int64_t)end;
 	} else {
@@ -290,33 +375,10 @@ out:
 	return r;
 }
 
-/* Forget pending bytes at and past size (the table is rebuilt: removals
- * would break its probe chains). */
+/* Forget held bytes at and past size. */
 static int ov_cut(struct node *nd, uint64_t size)
 {
-	struct chunk **old = nd->tab;
-	size_t oc = nd->cap;
-	struct chunk **t = oc ? calloc(oc, sizeof(*t)) : NULL;
-	if (oc && !t)
-		return -ENOMEM;
-	nd->tab = t;
-	nd->n = 0;
-	for (size_t i = 0; i < oc; i++) {
-		struct chunk *c = old[i];
-		if (!c)
-			continue;
-		if (c->idx * CHUNK + c->lo >= size) {
-			free(c);
-			continue;
-		}
-		if (c->idx * CHUNK + c->hi > size)
-			c->hi = (uint32_t)(size - c->idx * CHUNK);
-		put(nd, c);
-	}
-	free(old);
-	if (nd->pend_end > size)
-		nd->pend_end = size;
-	return 0;
+	return rebuild(nd, size, keep_all);
 }
 
 /* ---------------------------------------------------------------------------
@@ -563,7 +625,7 @@ static int x_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 off)
 	struct node *nd = u->node;
 	pthread_mutex_lock(&nd->mu);
 	int r = ov_write(nd, u->ch, buf, (size_t)n, (uint64_t)off);
-	if (!r && nd->n * sizeof(struct chunk) > PEND_LIMIT)
+	if (!r && nd->ndirty * sizeof(struct chunk) > PEND_LIMIT)
 		r = ov_flush(nd, u->ch);
 	pthread_mutex_unlock(&nd->mu);
 	return r == -ENOSPC ? SQLITE_FULL : r ? SQLITE_IOERR_WRITE : SQLITE_OK;
