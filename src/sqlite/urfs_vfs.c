@@ -30,6 +30,7 @@ SQLITE_EXTENSION_INIT1
 #define NAME_MAX_DB  55          /* 63 (SimpleFS) minus "-journal" */
 #define PEND_LIMIT   (32u << 20) /* pending bytes that force a batch before xSync */
 #define CLEAN_MAX    4096u       /* clean chunks (16 MiB) a file keeps at most */
+#define MERGE_MAX    256u        /* chunks (1 MiB) one op of a batch carries at most */
 
 /* SQLite's lock bytes (os.h), as the unix VFS uses them. */
 #define PENDING_BYTE  0x40000000u
@@ -327,33 +328,57 @@ static int cmp_chunk(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Send every pending chunk to the server as one batch. On success the
- * chunks are clean; on failure they stay pending (reads still see them). */
+/* Send every pending chunk to the server as one batch: the pending bytes of
+ * consecutive chunks that meet (one ends its chunk, the next starts at its
+ * start) go as one op of up to MERGE_MAX chunks, copied together. On success
+ * the chunks are clean; on failure they stay pending (reads still see them). */
 static int ov_flush(struct node *nd, struct urch *ch)
 {
 	if (!nd->ndirty)
 		return 0;
 	struct chunk **v = malloc(nd->ndirty * sizeof(*v));
-	struct urch_op *ops = malloc(nd->ndirty * sizeof(*ops));
+	struct urch_op *ops = calloc(nd->ndirty, sizeof(*ops));
+	char *own = calloc(nd->ndirty, 1);     /* ops[i].buf is a merged copy */
 	int r = 0;
-	if (!v || !ops) {
+	size_t n = 0, nops = 0;
+	if (!v || !ops || !own) {
 		r = -ENOMEM;
 		goto out;
 	}
-	size_t n = 0;
 	for (size_t i = 0; i < nd->cap; i++)
 		if (nd->tab[i] && nd->tab[i]->dhi)
 			v[n++] = nd->tab[i];
 	qsort(v, n, sizeof(*v), cmp_chunk);
-	for (size_t i = 0; i < n; i++)
-		ops[i] = (struct urch_op){ .pos = v[i]->idx * CHUNK + v[i]->dlo,
-					   .buf = v[i]->data + v[i]->dlo,
-					   .len = v[i]->dhi - v[i]->dlo };
-	uint64_t end = ops[n - 1].pos + ops[n - 1].len;
-	r = urch_batch_write_fully(ch, ops, n);
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && j - i < MERGE_MAX && v[j]->idx == v[j - 1]->idx + 1 &&
+		       v[j - 1]->dhi == CHUNK && v[j]->dlo == 0)
+			j++;
+		struct urch_op *op = &ops[nops++];
+		op->pos = v[i]->idx * CHUNK + v[i]->dlo;
+		if (j == i + 1) {
+			op->buf = v[i]->data + v[i]->dlo;
+			op->len = v[i]->dhi - v[i]->dlo;
+		} else {
+			op->len = (CHUNK - v[i]->dlo) + (j - i - 2) * CHUNK + v[j - 1]->dhi;
+			if (!(op->buf = malloc(op->len))) {
+				r = -ENOMEM;
+				goto out;
+			}
+			own[nops - 1] = 1;
+			char *d = op->buf;
+			for (size_t k = i; k < j; k++) {
+				memcpy(d, v[k]->data + v[k]->dlo, v[k]->dhi - v[k]->dlo);
+				d += v[k]->dhi - v[k]->dlo;
+			}
+		}
+		i = j;
+	}
+	uint64_t end = ops[nops - 1].pos + ops[nops - 1].len;
+	r = urch_batch_write_fully(ch, ops, nops);
 	if (r > 0) {
 		r = -EIO;
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < nops; i++)
 			if (ops[i].result < 0) {
 				r = (int)ops[i].result;
 				break;
@@ -370,6 +395,10 @@ static int ov_flush(struct node *nd, struct urch *ch)
 		nd->size = -1;
 	}
 out:
+	for (size_t i = 0; own && i < nops; i++)
+		if (own[i])
+			free(ops[i].buf);
+	free(own);
 	free(v);
 	free(ops);
 	return r;
