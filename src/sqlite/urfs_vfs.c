@@ -987,8 +987,11 @@ static int v_access(sqlite3_vfs *vfs, const char *name, int flags, int *res)
 	unsigned bit;
 	struct node *nd = locked_node(name, image), *db = db_node(name, image, &bit);
 	int known_absent = db && (db->absent & bit);
-	if (nd && nd->pend_end)
-		*res = 1;
+	if (nd) {
+		pthread_mutex_lock(&nd->mu);
+		*res = nd->pend_end != 0;
+		pthread_mutex_unlock(&nd->mu);
+	}
 	pthread_mutex_unlock(&g_mu);
 	if (*res || known_absent)
 		return SQLITE_OK;
