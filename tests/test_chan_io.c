@@ -6,7 +6,7 @@
  * -ENODATA; a batch with bad ops (past EOF, bad position, NULL buffer, crossing
  * EOF, zero length) reports each op and completes the rest; writes on a
  * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
- * O_DSYNC channels.
+ * O_DSYNC channels; urch_unlink removes the file once (then -ENOENT).
  * A configuration the host cannot run (io_uring blocked, no O_DIRECT) is a skipped part. */
 #include <unistd.h>
 #include "test_chan_common.h"
@@ -245,6 +245,20 @@ static void run(const struct cfg *c)
 	urch_close(ch);
 	check_outside(c, tmp);
 	free(tmp);
+	/* urch_unlink: the file is gone (once), bad arguments are refused. */
+	struct urch_opts o;
+	memset(&o, 0, sizeof(o));
+	o.image = c->image;
+	r = urch_unlink(c->path, c->engine, &o);
+	CHECK(r == 0, "%s: unlink: %s", c->label, strerror(-r));
+	r = cfg_open(c, 0, 8, &ch);
+	CHECK(r == -ENOENT, "%s: open after unlink: %d", c->label, r);
+	r = urch_unlink(c->path, c->engine, &o);
+	CHECK(r == -ENOENT, "%s: unlink twice: %d", c->label, r);
+	CHECK(urch_unlink(NULL, c->engine, &o) == -EINVAL, "%s: unlink NULL", c->label);
+	CHECK(urch_unlink(c->path, 99, &o) == -EINVAL, "%s: unlink, bad engine", c->label);
+	if (c->engine == URCH_UR)
+		CHECK(urch_unlink("a/b", c->engine, &o) == -EINVAL, "%s: unlink a/b", c->label);
 }
 
 int main(void)
