@@ -198,7 +198,12 @@ static void file_round(void)
 	CHECK(!memcmp(b + 100, z + 10000, 3990) && !memcmp(b + 4090, a, 10) &&
 	      !memcmp(b + 4100, z + 10000 + 4000, 100));
 	memset(z + 10000, 0, 5000);
-	/* The same below the pending range: 4500 first, then 4350. */
+	/* The same below the pending range, on chunks the VFS does not hold
+	 * yet (the last close forgets them): 4500 first, then 4350. */
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xClose(g), SQLITE_OK);
+	CHECK_EQ(vfs->xOpen(vfs, "ov.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(vfs->xOpen(vfs, "ov.db", g, fl, &out), SQLITE_OK);
 	CHECK_EQ(f->pMethods->xWrite(f, a + 200, 10, 4500), SQLITE_OK);
 	CHECK_EQ(f->pMethods->xWrite(f, a + 300, 10, 4350), SQLITE_OK);
 	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
