@@ -841,9 +841,10 @@ static int x_close(sqlite3_file *f)
 	x_shm_unmap(f, 0);
 	urch_unlock(u->ch, 0, 0);
 	pthread_mutex_lock(&nd->mu);
-	/* The last handle hands what is pending to the server (no sync: with
-	 * synchronous=OFF nothing asked for one). */
-	if (nd->refs == 1 && ov_flush(nd, u->ch) < 0)
+	/* A closing handle hands what is pending on the file to the server
+	 * (no sync: with synchronous=OFF nothing asked for one), so that the
+	 * last close never leaves it behind. */
+	if (ov_flush(nd, u->ch) < 0)
 		rc = SQLITE_IOERR_CLOSE;
 	pthread_mutex_unlock(&nd->mu);
 	if (u->flags & SQLITE_OPEN_DELETEONCLOSE) {
