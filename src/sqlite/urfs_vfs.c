@@ -522,12 +522,17 @@ static struct node *locked_node(const char *name, char *image)
 
 /* The open database node a journal or WAL name belongs to (g_mu held) and
  * the ABSENT_* bit of that name, or NULL. */
+static unsigned suffix_bit(const char *name)
+{
+	size_t l = strlen(name);
+	return l > 8 && !strcmp(name + l - 8, "-journal") ? ABSENT_JOURNAL :
+	       l > 4 && !strcmp(name + l - 4, "-wal") ? ABSENT_WAL : 0;
+}
+
 static struct node *db_node(const char *name, const char *image, unsigned *bit)
 {
 	char db[64], key[PATH_MAX + 80];
-	size_t l = strlen(name);
-	*bit = l > 8 && !strcmp(name + l - 8, "-journal") ? ABSENT_JOURNAL :
-	       l > 4 && !strcmp(name + l - 4, "-wal") ? ABSENT_WAL : 0;
+	*bit = suffix_bit(name);
 	if (!*bit)
 		return NULL;
 	db_of(name, db, sizeof(db));
@@ -985,7 +990,23 @@ static int v_access(sqlite3_vfs *vfs, const char *name, int flags, int *res)
 	*res = 0;
 	if (!name_ok(name))
 		return SQLITE_OK;
-	unsigned bit;
+	/* Known absent on the open database image_of would pick: no lookup of
+	 * the image's real path (system calls), no round trip. */
+	unsigned bit = suffix_bit(name);
+	if (bit) {
+		char dbn[64];
+		int hit = 0;
+		db_of(name, dbn, sizeof(dbn));
+		pthread_mutex_lock(&g_mu);
+		for (struct node *n = nodes; n; n = n->next)
+			if (!strcmp(n->name, dbn)) {
+				hit = (n->absent & bit) != 0;
+				break;
+			}
+		pthread_mutex_unlock(&g_mu);
+		if (hit)
+			return SQLITE_OK;
+	}
 	struct node *nd = locked_node(name, image), *db = db_node(name, image, &bit);
 	int known_absent = db && (db->absent & bit);
 	if (nd) {
