@@ -28,6 +28,9 @@ struct urch_eng {
 	 * first) or -errno (this op fails). */
 	int     (*prep)(struct urch *ch, int write, void *buf, size_t len, uint64_t pos,
 			uint64_t id);
+	/* Queue a force (metadata as urch_force) that starts after everything
+	 * queued before it completed (a drain): 0, -EBUSY or -errno. */
+	int     (*prep_force)(struct urch *ch, int metadata, uint64_t id);
 	/* Submit what is queued and wait for at least one completion. >= 0 or -errno. */
 	int     (*submit_wait)(struct urch *ch);
 	/* Hand every available completion to cb; their number. */

@@ -292,6 +292,19 @@ static int ur_prep(struct urch *ch, int write, void *buf, size_t len, uint64_t p
 	return 0;
 }
 
+static int ur_prep_force(struct urch *ch, int metadata, uint64_t id)
+{
+	(void)metadata;         /* SimpleFS's fsync commits data and metadata */
+	int err;
+	struct urfs_sqe *sqe = get_sqe(&ctx_of(ch)->ring, &err);
+	if (!sqe)
+		return err;
+	urfs_prep_fsync(sqe, ch->fd, 0);
+	urfs_sqe_set_flags(sqe, URFS_IOSQE_IO_DRAIN);
+	urfs_sqe_set_data64(sqe, id);
+	return 0;
+}
+
 static int ur_submit_wait(struct urch *ch)
 {
 	return urfs_submit_and_wait(&ctx_of(ch)->ring, 1);
@@ -478,6 +491,7 @@ const struct urch_eng urch_eng_ur = {
 	.close = cu_close,
 	.rw1 = ur_rw1,
 	.prep = ur_prep,
+	.prep_force = ur_prep_force,
 	.submit_wait = ur_submit_wait,
 	.reap = ur_reap,
 	.enter = ur_enter,
