@@ -3,8 +3,9 @@
  * inside a SimpleFS image and all their I/O goes through the channel API
  * (include/ur_chan.h) on the ur engine. Writes between two xSync calls are
  * gathered in an overlay of pending 4 KiB chunks (reads see them) and go to
- * the server at xSync as one channel batch followed by the FSYNC; xSync
- * returns only after both. docs/SQLITE.md explains the design and its limits.
+ * the server at xSync as one channel batch with the FSYNC drained behind it
+ * (urch_batch_write_force); xSync returns only after both completed.
+ * docs/SQLITE.md explains the design and its limits.
  * Built twice: as a loadable extension (liburfs_sqlite.so, entry point
  * sqlite3_urfssqlite_init) and, with -DSQLITE_CORE, for programs that link
  * SQLite (urfs_sqlite_register, src/sqlite/urfs_sqlite.h).
@@ -330,12 +331,14 @@ static int cmp_chunk(const void *a, const void *b)
 
 /* Send every pending chunk to the server as one batch: the pending bytes of
  * consecutive chunks that meet (one ends its chunk, the next starts at its
- * start) go as one op of up to MERGE_MAX chunks, copied together. On success
+ * start) go as one op of up to MERGE_MAX chunks, copied together. sync: the
+ * FSYNC goes in the same submission, drained behind the writes
+ * (urch_batch_write_force), and a failed FSYNC fails the batch. On success
  * the chunks are clean; on failure they stay pending (reads still see them). */
-static int ov_flush(struct node *nd, struct urch *ch)
+static int ov_flush(struct node *nd, struct urch *ch, int sync)
 {
 	if (!nd->ndirty)
-		return 0;
+		return sync ? urch_batch_write_force(ch, NULL, 0, 0) : 0;
 	struct chunk **v = malloc(nd->ndirty * sizeof(*v));
 	struct urch_op *ops = calloc(nd->ndirty, sizeof(*ops));
 	char *own = calloc(nd->ndirty, 1);     /* ops[i].buf is a merged copy */
@@ -375,7 +378,7 @@ static int ov_flush(struct node *nd, struct urch *ch)
 		i = j;
 	}
 	uint64_t end = ops[nops - 1].pos + ops[nops - 1].len;
-	r = urch_batch_write_fully(ch, ops, nops);
+	r = sync ? urch_batch_write_force(ch, ops, nops, 0) : urch_batch_write_fully(ch, ops, nops);
 	if (r > 0) {
 		r = -EIO;
 		for (size_t i = 0; i < nops; i++)
@@ -660,7 +663,7 @@ static int x_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 off)
 	pthread_mutex_lock(&nd->mu);
 	int r = ov_write(nd, u->ch, buf, (size_t)n, (uint64_t)off);
 	if (!r && nd->ndirty * sizeof(struct chunk) > PEND_LIMIT)
-		r = ov_flush(nd, u->ch);
+		r = ov_flush(nd, u->ch, 0);
 	pthread_mutex_unlock(&nd->mu);
 	return r == -ENOSPC ? SQLITE_FULL : r ? SQLITE_IOERR_WRITE : SQLITE_OK;
 }
@@ -677,16 +680,15 @@ static int x_truncate(sqlite3_file *f, sqlite3_int64 size)
 	return r == -ENOMEM ? SQLITE_IOERR_NOMEM : r < 0 ? SQLITE_IOERR_TRUNCATE : SQLITE_OK;
 }
 
-/* The durability point: the pending writes as one batch, then the FSYNC
- * (which commits the image's journal and syncs it); done when both are. */
+/* The durability point: the pending writes as one batch with the FSYNC
+ * drained behind them (it commits the image's journal and syncs the image);
+ * done when both are. */
 static int x_sync(sqlite3_file *f, int flags)
 {
 	(void)flags;
 	struct ufile *u = (struct ufile *)f;
 	pthread_mutex_lock(&u->node->mu);
-	int r = ov_flush(u->node, u->ch);
-	if (!r)
-		r = urch_force(u->ch, 0);
+	int r = ov_flush(u->node, u->ch, 1);
 	pthread_mutex_unlock(&u->node->mu);
 	return r == -ENOSPC ? SQLITE_FULL : r < 0 ? SQLITE_IOERR_FSYNC : SQLITE_OK;
 }
@@ -849,7 +851,7 @@ static int x_close(sqlite3_file *f)
 	/* A closing handle hands what is pending on the file to the server
 	 * (no sync: with synchronous=OFF nothing asked for one), so that the
 	 * last close never leaves it behind. */
-	if (ov_flush(nd, u->ch) < 0)
+	if (ov_flush(nd, u->ch, 0) < 0)
 		rc = SQLITE_IOERR_CLOSE;
 	pthread_mutex_unlock(&nd->mu);
 	if (u->flags & SQLITE_OPEN_DELETEONCLOSE) {
