@@ -42,6 +42,7 @@ BENCH_SRC  := $(wildcard src/bench/*.c)
 TOOL_SRC   := $(wildcard tools/*.c)
 TEST_SRC   := $(wildcard tests/*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
+SQLITE_SRC := $(wildcard src/sqlite/*.c)
 
 SFS_OBJ    := $(SFS_SRC:%.c=$(OBJ)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(OBJ)/%.o)
@@ -76,9 +77,14 @@ RPATH_TEST := -Wl,-rpath,'$$ORIGIN/../..'
 LINK_UR    := -L$(O) -l:$(SONAME)
 BENCH_LIBS := -luring -laio
 
+# The SQLite VFS (docs/SQLITE.md): a loadable extension for the sqlite3 shell,
+# and an archive built with -DSQLITE_CORE for programs (and tests) that link SQLite.
+SQLITE_EXT := $(O)/liburfs_sqlite.so
+SQLITE_A   := $(OBJ)/liburfs_sqlite.a
+
 .PHONY: all progs test check clean install fuzz run deps deb deb-deps mutate
 .SECONDARY:
-all: progs $(TESTS) $(TESTLIBS)
+all: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTS) $(TESTLIBS)
 progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH)
 
 $(OBJ)/%.o: %.c
@@ -112,6 +118,20 @@ $(LIBURING): $(URING_OBJ) src/uring/liburing.map
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,liburing.so.2 -Wl,--version-script=src/uring/liburing.map -Wl,-Bsymbolic-functions \
 	  $(LDFLAGS) -o $@ $(URING_OBJ) $(LDLIBS_BASE)
+
+$(OBJ)/src/sqlite/%.ext.o: src/sqlite/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
+
+$(OBJ)/src/sqlite/%.core.o: src/sqlite/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DSQLITE_CORE $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(SQLITE_EXT): $(SQLITE_SRC:%.c=$(OBJ)/%.ext.o) $(LIBUR)
+	$(CC) $(ALL_CFLAGS) -shared $(LDFLAGS) $(RPATH_TOP) -o $@ $(filter %.o,$^) $(LINK_UR) $(LDLIBS_BASE)
+
+$(SQLITE_A): $(SQLITE_SRC:%.c=$(OBJ)/%.core.o)
+	rm -f $@ && ar rcs $@ $^
 
 $(O)/simplefs_server: $(OBJ)/src/server/main.o $(LIBSERVER) $(LIBSFS)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(OBJ)/src/server/main.o $(LIBSERVER) $(LIBSFS) $(LDLIBS_BASE)
@@ -148,6 +168,11 @@ $(URING_TESTS): $(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBURING)
 $(OBJ)/t/lib%.so: tests/lib/%.c tests/crash_trace.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
+
+# SQLite tests link the VFS and Debian's libsqlite3.
+$(OBJ)/t/test_sqlite_%: $(OBJ)/tests/test_sqlite_%.o $(SQLITE_A) $(LIBSFS) $(LIBUR)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(SQLITE_A) $(LIBSFS) $(LINK_UR) -lsqlite3 $(LDLIBS_BASE)
 
 # Both README commands install missing Debian packages first (a no-op when present).
 deps:
@@ -214,7 +239,7 @@ deb: deb-deps
 	O=$(O) sh scripts/build-deb.sh
 
 clean:
-	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(URING_DIR) $(O)/fuzz_sfs $(O)/fuzz-corpus \
+	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(SQLITE_EXT) $(URING_DIR) $(O)/fuzz_sfs $(O)/fuzz-corpus \
 	  $(O)/fuzz_server $(O)/fuzz-corpus-server $(O)/deb
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -64,6 +64,13 @@ int urch_open_opts(const char *path, unsigned flags, int engine,
 /* Releases the channel's locks, unregisters its buffers, frees it. */
 int urch_close(struct urch *ch);
 
+/* Remove a file: unlink(2) for host engines; UR: the name inside the image of
+ * opts (as urch_open_opts; a file still open stays readable through its
+ * channels until they close). Not durable by itself: on UR, urch_force on any
+ * channel of the image commits it (or the last channel's close, a clean
+ * unmount); on a host file, fsync the directory. -ENOENT when absent. */
+int urch_unlink(const char *path, int engine, const struct urch_opts *opts);
+
 int urch_engine(const struct urch *ch);
 /* The host fd (PSYNC, IO_URING) or the server's file handle (UR). */
 int urch_fd(const struct urch *ch);
@@ -89,6 +96,12 @@ int64_t urch_write_fully(struct urch *ch, const void *buf, size_t len, uint64_t 
  * every op not completed carries that error too). One call submits and collects. */
 int urch_batch_read_fully(struct urch *ch, struct urch_op *ops, size_t n);
 int urch_batch_write_fully(struct urch *ch, struct urch_op *ops, size_t n);
+/* The same writes, then urch_force(ch, metadata) in the same submission,
+ * drained behind them (it starts when every write completed; io_uring:
+ * IOSQE_IO_DRAIN, UR: the FSYNC op, psync: after the writes). If the force
+ * fails, every op that had succeeded gets its error (not durable). n == 0:
+ * just the force (its result). */
+int urch_batch_write_force(struct urch *ch, struct urch_op *ops, size_t n, int metadata);
 
 /* Registered (fixed) buffers: the channel allocates nr buffers of len bytes
  * (4 KiB aligned) and registers them with the engine (io_uring fixed buffers;

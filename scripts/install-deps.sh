@@ -5,7 +5,7 @@
 #   sh scripts/install-deps.sh        what make run / make test need
 #   sh scripts/install-deps.sh deb    that, plus what make deb needs (debhelper, lintian)
 set -e
-PKGS="build-essential clang libclang-rt-14-dev liburing-dev libaio-dev valgrind fio gnuplot-nox groff-base plocate strace"
+PKGS="build-essential clang libclang-rt-14-dev liburing-dev libaio-dev valgrind fio gnuplot-nox groff-base plocate strace libsqlite3-dev sqlite3"
 [ "${1:-}" = deb ] && PKGS="$PKGS debhelper dpkg-dev fakeroot lintian pkg-config man-db"
 missing=""
 for p in $PKGS; do

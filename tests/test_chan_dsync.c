@@ -2,7 +2,7 @@
  * the call returns (SimpleFS has no O_DSYNC: the channel sends an FSYNC, which
  * commits): data written through urch_write, urch_write_fully and
  * urch_batch_write_fully each survives a SIGKILL of the server right after
- * the call, checked from outside the channel with the SimpleFS library on the
+ * the call, and so does urch_batch_write_force on a channel without DSYNC, checked from outside the channel with the SimpleFS library on the
  * image. The same write on a channel without DSYNC, killed the same way, shows
  * what the check would see without the FSYNC (printed: not a promise). */
 #include <signal.h>
@@ -37,8 +37,10 @@ static int64_t write_then_kill(const char *img, unsigned flags, int how)
 			ops[i].len = 4096;
 			ops[i].result = 0;
 		}
-		r = urch_batch_write_fully(ch, ops, 3);
+		r = how == 2 ? urch_batch_write_fully(ch, ops, 3) : urch_batch_write_force(ch, ops, 3, 0);
 		CHECK(r == 0, "batch write: %d", r);
+		for (unsigned i = 0; i < 3; i++)
+			CHECK(ops[i].result == 4096, "batch op %u: %lld", i, (long long)ops[i].result);
 		n = LEN;
 	}
 	CHECK(n == (int64_t)LEN, "write %d: %lld", how, (long long)n);
@@ -71,7 +73,14 @@ int main(void)
 		CHECK(memcmp(got, data, LEN) == 0, "DSYNC %s: the data differs", how[h]);
 		printf("ok DSYNC %s survives a killed server\n", how[h]);
 	}
-	int64_t n = write_then_kill("n.sfs", 0, 0);
+	/* urch_batch_write_force on a plain channel: the FSYNC drained behind
+	 * the writes commits them before the call returns. */
+	int64_t n = write_then_kill("f.sfs", 0, 3);
+	CHECK(n == (int64_t)LEN, "urch_batch_write_force, server killed: the image holds %lld bytes (%s)",
+	      (long long)n, n < 0 ? strerror((int)-n) : "");
+	CHECK(memcmp(got, data, LEN) == 0, "urch_batch_write_force: the data differs");
+	printf("ok urch_batch_write_force survives a killed server\n");
+	n = write_then_kill("n.sfs", 0, 0);
 	printf("without DSYNC, a killed server leaves %lld bytes%s\n", (long long)(n < 0 ? 0 : n),
 	       n < 0 ? " (the file was never committed)" : "");
 	return 0;

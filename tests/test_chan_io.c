@@ -6,7 +6,7 @@
  * -ENODATA; a batch with bad ops (past EOF, bad position, NULL buffer, crossing
  * EOF, zero length) reports each op and completes the rest; writes on a
  * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
- * O_DSYNC channels.
+ * O_DSYNC channels; urch_batch_write_force; urch_unlink removes the file once (then -ENOENT).
  * A configuration the host cannot run (io_uring blocked, no O_DIRECT) is a skipped part. */
 #include <unistd.h>
 #include "test_chan_common.h"
@@ -208,6 +208,39 @@ static void run(const struct cfg *c)
 	urch_close(ch);
 	check_outside(c, tmp);
 
+	/* urch_batch_write_force: 60 pages through the 8-entry ring, the force
+	 * drained behind them (one more op id); a bad op fails alone; n == 0 is
+	 * just the force. (test_chan_dsync checks the force makes them durable.) */
+	r = cfg_open(c, 0, 8, &ch);
+	CHECK(r == 0, "%s: open: %s", c->label, strerror(-r));
+	r = urch_alloc_buf(ch, 60 * PG, (void **)&bufs);
+	CHECK(r == 0, "alloc");
+	for (unsigned i = 0; i < 60; i++) {
+		ops[i].pos = (uint64_t)(100 + i) * PG;
+		ops[i].buf = bufs + (size_t)i * PG;
+		ops[i].len = PG;
+		ops[i].result = 7;
+		fillpat(ops[i].buf, PG, ops[i].pos, 10);
+		mwrite(ops[i].buf, PG, ops[i].pos);
+	}
+	uint64_t fid = urch_next_op_id();
+	r = urch_batch_write_force(ch, ops, 60, 0);
+	CHECK(r == 0, "%s: batch with force: %d failed", c->label, r);
+	for (unsigned i = 0; i < 60; i++)
+		CHECK(ops[i].result == PG, "%s: forced op %u: %lld", c->label, i, (long long)ops[i].result);
+	CHECK(urch_next_op_id() >= fid + 61, "%s: the force takes no op id", c->label);
+	ops[3].buf = NULL;
+	r = urch_batch_write_force(ch, ops, 5, 1);
+	CHECK(r == 1 && ops[3].result == -EFAULT, "%s: forced batch with a bad op: %d, %lld",
+	      c->label, r, (long long)ops[3].result);
+	for (unsigned i = 0; i < 5; i++)
+		CHECK(i == 3 || ops[i].result == PG, "%s: forced op %u after a bad one", c->label, i);
+	CHECK(urch_batch_write_force(ch, ops, 0, 0) == 0, "%s: force alone", c->label);
+	CHECK(urch_batch_write_force(NULL, ops, 1, 0) == -EINVAL, "%s: NULL channel", c->label);
+	urch_free_buf(ch, bufs);
+	urch_close(ch);
+	check_outside(c, tmp);
+
 	/* The other way round: written outside, read through the channel. */
 	fillpat(model, 37 * PG, 0, 9);
 	msize = 37 * PG;
@@ -245,6 +278,20 @@ static void run(const struct cfg *c)
 	urch_close(ch);
 	check_outside(c, tmp);
 	free(tmp);
+	/* urch_unlink: the file is gone (once), bad arguments are refused. */
+	struct urch_opts o;
+	memset(&o, 0, sizeof(o));
+	o.image = c->image;
+	r = urch_unlink(c->path, c->engine, &o);
+	CHECK(r == 0, "%s: unlink: %s", c->label, strerror(-r));
+	r = cfg_open(c, 0, 8, &ch);
+	CHECK(r == -ENOENT, "%s: open after unlink: %d", c->label, r);
+	r = urch_unlink(c->path, c->engine, &o);
+	CHECK(r == -ENOENT, "%s: unlink twice: %d", c->label, r);
+	CHECK(urch_unlink(NULL, c->engine, &o) == -EINVAL, "%s: unlink NULL", c->label);
+	CHECK(urch_unlink(c->path, 99, &o) == -EINVAL, "%s: unlink, bad engine", c->label);
+	if (c->engine == URCH_UR)
+		CHECK(urch_unlink("a/b", c->engine, &o) == -EINVAL, "%s: unlink a/b", c->label);
 }
 
 int main(void)

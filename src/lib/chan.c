@@ -45,6 +45,17 @@ URCH_EXPORT const char *urch_engine_name(int engine)
 	return e ? e->name : "?";
 }
 
+/* The caller's options with their defaults; -EINVAL for a ring too large. */
+static int opts_fill(struct urch_opts *o, const struct urch_opts *opts)
+{
+	memset(o, 0, sizeof(*o));
+	if (opts)
+		*o = *opts;
+	if (!o->ring_entries)
+		o->ring_entries = URCH_DEF_ENTRIES;
+	return o->ring_entries > 32768 ? -EINVAL : 0;
+}
+
 URCH_EXPORT int urch_open_opts(const char *path, unsigned flags, int engine,
 			       const struct urch_opts *opts, struct urch **out)
 {
@@ -58,12 +69,7 @@ URCH_EXPORT int urch_open_opts(const char *path, unsigned flags, int engine,
 	if (!e || !path || (flags & ~(URCH_CREATE | URCH_TRUNC | URCH_RDONLY | URCH_DIRECT |
 				      URCH_DSYNC)))
 		return -EINVAL;
-	memset(&o, 0, sizeof(o));
-	if (opts)
-		o = *opts;
-	if (!o.ring_entries)
-		o.ring_entries = URCH_DEF_ENTRIES;
-	if (o.ring_entries > 32768)
+	if (opts_fill(&o, opts) < 0)
 		return -EINVAL;
 	struct urch *ch = calloc(1, sizeof(*ch));
 	if (!ch)
@@ -92,6 +98,18 @@ URCH_EXPORT int urch_open_opts(const char *path, unsigned flags, int engine,
 URCH_EXPORT int urch_open(const char *path, unsigned flags, int engine, struct urch **ch)
 {
 	return urch_open_opts(path, flags, engine, NULL, ch);
+}
+
+URCH_EXPORT int urch_unlink(const char *path, int engine, const struct urch_opts *opts)
+{
+	struct urch_opts o;
+	if (!path || !eng_of(engine))
+		return -EINVAL;
+	if (engine != URCH_UR)
+		return unlink(path) < 0 ? -errno : 0;
+	if (opts_fill(&o, opts) < 0)
+		return -EINVAL;
+	return urch_ur_unlink(path, &o);
 }
 
 URCH_EXPORT int urch_close(struct urch *ch)
@@ -316,18 +334,37 @@ struct batch {
 	int write;
 	unsigned inflight, nredo;
 	size_t failed;
+	/* urch_batch_write_force: the force travels as id base + n */
+	int force;               /* -1: none, else its metadata argument */
+	int force_state;         /* 0: not queued, 1: in flight, 2: done */
+	int force_stale;         /* an op was resubmitted after it was queued */
+	int64_t force_res;
 };
+
+/* An op to resubmit; one queued after the force leaves it uncovered. */
+static void redo_op(struct batch *b, size_t i)
+{
+	b->ch->redo[b->nredo++] = (uint32_t)i;
+	if (b->force_state)
+		b->force_stale = 1;
+}
 
 static void batch_done(void *arg, uint64_t id, int64_t res)
 {
 	struct batch *b = arg;
+	if (b->force >= 0 && b->force_state == 1 && id == b->base + b->n) {
+		b->inflight--;
+		b->force_state = 2;
+		b->force_res = res < 0 ? res : 0;
+		return;
+	}
 	if (id - b->base >= b->n)
 		return;                 /* not ours: cannot happen, never trusted */
 	size_t i = (size_t)(id - b->base);
 	struct urch_op *op = &b->ops[i];
 	b->inflight--;
 	if (res == -EAGAIN || res == -EINTR) {
-		b->ch->redo[b->nredo++] = (uint32_t)i;
+		redo_op(b, i);
 		return;
 	}
 	if (res < 0) {
@@ -348,22 +385,32 @@ static void batch_done(void *arg, uint64_t id, int64_t res)
 		b->failed++;
 		return;
 	}
-	b->ch->redo[b->nredo++] = (uint32_t)i;
+	redo_op(b, i);
 }
 
-static int run_batch(struct urch *ch, int write, struct urch_op *ops, size_t n)
+/* Ops that had succeeded get e (a sync after them failed: not durable). */
+static void fail_done(struct urch_op *ops, size_t n, int64_t e, size_t *failed)
 {
-	struct batch b = { .ch = ch, .ops = ops, .n = n, .write = write };
+	for (size_t i = 0; i < n; i++)
+		if (ops[i].result > 0) {
+			ops[i].result = e;
+			(*failed)++;
+		}
+}
+
+static int run_batch(struct urch *ch, int write, struct urch_op *ops, size_t n, int force)
+{
+	struct batch b = { .ch = ch, .ops = ops, .n = n, .write = write, .force = force };
 	size_t next = 0;
 	int err = 0;
 
 	if (!ch || (n && !ops))
 		return -EINVAL;
 	if (!n)
-		return 0;
-	b.base = atomic_fetch_add(&urch_ids, n);
+		return force >= 0 ? urch_force(ch, force) : 0;
+	b.base = atomic_fetch_add(&urch_ids, n + (force >= 0));
 	ch->eng->enter(ch);
-	while (next < n || b.nredo || b.inflight) {
+	while (next < n || b.nredo || b.inflight || (force >= 0 && !b.force_state)) {
 		while (b.inflight < ch->cap && (b.nredo || next < n)) {
 			size_t i;
 			int fresh = !b.nredo;
@@ -403,8 +450,19 @@ static int run_batch(struct urch *ch, int write, struct urch_op *ops, size_t n)
 			}
 			b.inflight++;
 		}
+		/* Every op queued once: the force follows them, drained. */
+		if (force >= 0 && !b.force_state && next == n && !b.nredo && b.inflight < ch->cap) {
+			int r = ch->eng->prep_force(ch, force, b.base + n);
+			if (r == 0) {
+				b.force_state = 1;
+				b.inflight++;
+			} else if (r != -EBUSY) {
+				b.force_state = 2;
+				b.force_res = r;
+			}
+		}
 		if (!b.inflight) {
-			if (next < n || b.nredo) {
+			if (next < n || b.nredo || (force >= 0 && !b.force_state)) {
 				err = -EBUSY;   /* no room and nothing of ours in flight */
 				break;
 			}
@@ -432,16 +490,15 @@ static int run_batch(struct urch *ch, int write, struct urch_op *ops, size_t n)
 			}
 		}
 	}
+	if (!err && force >= 0 && b.force_stale && b.force_res == 0)
+		b.force_res = ch->eng->force(ch, force);   /* cover the resubmitted ops */
 	ch->eng->leave(ch);
+	if (!err && force >= 0 && b.force_res < 0)
+		fail_done(ops, n, b.force_res, &b.failed);
 	if (!err && write) {
 		int e = dsync_after(ch);
-		if (e < 0) {
-			for (size_t i = 0; i < n; i++)
-				if (ops[i].result > 0) {
-					ops[i].result = e;
-					b.failed++;
-				}
-		}
+		if (e < 0)
+			fail_done(ops, n, e, &b.failed);
 	}
 	if (err)
 		return err;
@@ -450,12 +507,17 @@ static int run_batch(struct urch *ch, int write, struct urch_op *ops, size_t n)
 
 URCH_EXPORT int urch_batch_read_fully(struct urch *ch, struct urch_op *ops, size_t n)
 {
-	return run_batch(ch, 0, ops, n);
+	return run_batch(ch, 0, ops, n, -1);
 }
 
 URCH_EXPORT int urch_batch_write_fully(struct urch *ch, struct urch_op *ops, size_t n)
 {
-	return run_batch(ch, 1, ops, n);
+	return run_batch(ch, 1, ops, n, -1);
+}
+
+URCH_EXPORT int urch_batch_write_force(struct urch *ch, struct urch_op *ops, size_t n, int metadata)
+{
+	return run_batch(ch, 1, ops, n, metadata ? 1 : 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -712,6 +774,17 @@ static int ps_prep(struct urch *ch, int write, void *buf, size_t len, uint64_t p
 	return 0;
 }
 
+/* psync runs each op in prep, in order: the force comes after them. */
+static int ps_prep_force(struct urch *ch, int metadata, uint64_t id)
+{
+	if (ch->npdone >= ch->cap)
+		return -EBUSY;
+	ch->pdone[ch->npdone].id = id;
+	ch->pdone[ch->npdone].res = urch_host_force(ch, metadata);
+	ch->npdone++;
+	return 0;
+}
+
 static int ps_submit_wait(struct urch *ch)
 {
 	(void)ch;
@@ -755,6 +828,7 @@ const struct urch_eng urch_eng_psync = {
 	.close = ps_close,
 	.rw1 = ps_rw1,
 	.prep = ps_prep,
+	.prep_force = ps_prep_force,
 	.submit_wait = ps_submit_wait,
 	.reap = ps_reap,
 	.enter = ps_nothing,

@@ -28,6 +28,9 @@ struct urch_eng {
 	 * first) or -errno (this op fails). */
 	int     (*prep)(struct urch *ch, int write, void *buf, size_t len, uint64_t pos,
 			uint64_t id);
+	/* Queue a force (metadata as urch_force) that starts after everything
+	 * queued before it completed (a drain): 0, -EBUSY or -errno. */
+	int     (*prep_force)(struct urch *ch, int metadata, uint64_t id);
 	/* Submit what is queued and wait for at least one completion. >= 0 or -errno. */
 	int     (*submit_wait)(struct urch *ch);
 	/* Hand every available completion to cb; their number. */
@@ -81,6 +84,8 @@ int     urch_host_truncate(struct urch *ch, uint64_t size);
 int     urch_host_force(struct urch *ch, int metadata);
 int     urch_host_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait);
 int     urch_host_unlock(struct urch *ch, uint64_t pos, uint64_t len);
+/* UR: remove a name from the image of o (chan_ur.c). */
+int     urch_ur_unlink(const char *path, const struct urch_opts *o);
 /* Registered buffers (chan.c): record nr of len bytes from base as ch's own
  * and hand them out in bufs; forget them (the caller frees, if it must). */
 void    urch_reg_set(struct urch *ch, char *base, size_t len, unsigned nr, void **bufs);

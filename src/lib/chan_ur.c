@@ -159,18 +159,30 @@ static void ur_leave(struct urch *ch)
 	pthread_mutex_unlock(&ctx_of(ch)->mu);
 }
 
-static int cu_open(struct urch *ch, const char *path, const struct urch_opts *o)
+/* The image a UR name lives in: opts, else $SFS_IMAGE, else disk.sfs. */
+static const char *image_of(const struct urch_opts *o)
 {
-	size_t nl = strlen(path);
-	if (!nl || nl > UR_NAME_MAX || strchr(path, '/'))
-		return -EINVAL;
 	const char *image = o->image;
 	if (!image)
 		image = getenv("SFS_IMAGE");
 	if (!image || !*image)
 		image = "disk.sfs";
+	return image;
+}
+
+static int name_ok(const char *path)
+{
+	size_t nl = strlen(path);
+	return nl && nl <= UR_NAME_MAX && !strchr(path, '/');
+}
+
+static int cu_open(struct urch *ch, const char *path, const struct urch_opts *o)
+{
+	size_t nl = strlen(path);
+	if (!name_ok(path))
+		return -EINVAL;
 	struct urctx *c;
-	int r = ctx_get(image, ch->flags, o, &c);
+	int r = ctx_get(image_of(o), ch->flags, o, &c);
 	if (r < 0)
 		return r;
 	ch->priv = c;
@@ -200,6 +212,25 @@ static int cu_open(struct urch *ch, const char *path, const struct urch_opts *o)
 	if (ch->cap > c->ring.sq.ring_entries)
 		ch->cap = c->ring.sq.ring_entries;
 	return 0;
+}
+
+int urch_ur_unlink(const char *path, const struct urch_opts *o)
+{
+	if (!name_ok(path))
+		return -EINVAL;
+	struct urctx *c;
+	int r = ctx_get(image_of(o), 0, o, &c);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&c->mu);
+	struct urfs_sqe *sqe = get_sqe(&c->ring, &r);
+	if (sqe) {
+		urfs_prep_unlink(sqe, path);
+		r = sync_sqe(&c->ring);
+	}
+	pthread_mutex_unlock(&c->mu);
+	ctx_put(c);
+	return r < 0 ? r : 0;
 }
 
 static void drop_locks(struct urch *ch);
@@ -257,6 +288,19 @@ static int ur_prep(struct urch *ch, int write, void *buf, size_t len, uint64_t p
 	if (!sqe)
 		return err;
 	ur_prep_sqe(ch, sqe, write, buf, len, pos);
+	urfs_sqe_set_data64(sqe, id);
+	return 0;
+}
+
+static int ur_prep_force(struct urch *ch, int metadata, uint64_t id)
+{
+	(void)metadata;         /* SimpleFS's fsync commits data and metadata */
+	int err;
+	struct urfs_sqe *sqe = get_sqe(&ctx_of(ch)->ring, &err);
+	if (!sqe)
+		return err;
+	urfs_prep_fsync(sqe, ch->fd, 0);
+	urfs_sqe_set_flags(sqe, URFS_IOSQE_IO_DRAIN);
 	urfs_sqe_set_data64(sqe, id);
 	return 0;
 }
@@ -447,6 +491,7 @@ const struct urch_eng urch_eng_ur = {
 	.close = cu_close,
 	.rw1 = ur_rw1,
 	.prep = ur_prep,
+	.prep_force = ur_prep_force,
 	.submit_wait = ur_submit_wait,
 	.reap = ur_reap,
 	.enter = ur_enter,

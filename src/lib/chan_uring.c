@@ -105,6 +105,17 @@ static int iu_prep(struct urch *ch, int write, void *buf, size_t len, uint64_t p
 	return 0;
 }
 
+static int iu_prep_force(struct urch *ch, int metadata, uint64_t id)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ch->priv);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_fsync(sqe, ch->fd, metadata ? 0 : IORING_FSYNC_DATASYNC);
+	io_uring_sqe_set_flags(sqe, IOSQE_IO_DRAIN);
+	io_uring_sqe_set_data64(sqe, id);
+	return 0;
+}
+
 static int iu_submit_wait(struct urch *ch)
 {
 	return io_uring_submit_and_wait(ch->priv, 1);
@@ -167,6 +178,7 @@ const struct urch_eng urch_eng_io_uring = {
 	.close = iu_close,
 	.rw1 = iu_rw1,
 	.prep = iu_prep,
+	.prep_force = iu_prep_force,
 	.submit_wait = iu_submit_wait,
 	.reap = iu_reap,
 	.enter = iu_nothing,

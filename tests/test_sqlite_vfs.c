@@ -1,0 +1,368 @@
+/* Description: the "urfs" SQLite VFS (src/sqlite/urfs_vfs.c) on a SimpleFS
+ * image: create/insert/select/update/delete in rollback (DELETE) and WAL
+ * mode, a 3 MiB blob and thousands of pages, persistence across a reopen,
+ * integrity_check; at the file level: writes stay pending (the file inside
+ * the image is unchanged) until xSync, reads and a second handle see the
+ * pending bytes, xSync puts them in the file, truncate cuts pending and
+ * cached bytes, short reads; xAccess/xDelete of journals; locks between two connections
+ * of the process in both modes; the image from the URI or $SFS_IMAGE; names
+ * the image cannot hold are refused. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "ur_chan.h"
+#include "../src/sqlite/urfs_sqlite.h"
+
+static void exec_ok(sqlite3 *db, const char *sql)
+{
+	char *err = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+		FAIL("%s: %s", sql, err ? err : "?");
+}
+
+static sqlite3_int64 q_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		FAIL("prepare %s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(st) != SQLITE_ROW)
+		FAIL("%s: no row: %s", sql, sqlite3_errmsg(db));
+	sqlite3_int64 v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static void q_text(sqlite3 *db, const char *sql, const char *want)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		FAIL("prepare %s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(st) != SQLITE_ROW)
+		FAIL("%s: no row", sql);
+	const char *t = (const char *)sqlite3_column_text(st, 0);
+	if (!t || strcmp(t, want))
+		FAIL("%s = %s, expected %s", sql, t ? t : "NULL", want);
+	sqlite3_finalize(st);
+}
+
+static sqlite3 *open_db(const char *uri)
+{
+	sqlite3 *db;
+	int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				 SQLITE_OPEN_URI, NULL);
+	if (rc != SQLITE_OK)
+		FAIL("open %s: %s", uri, sqlite3_errstr(rc));
+	return db;
+}
+
+/* The whole SQL round: tables, a blob, updates, a rollback, persistence. */
+static void sql_round(const char *name, const char *mode)
+{
+	char uri[256], sql[256];
+	snprintf(uri, sizeof(uri), "file:%s?vfs=urfs&image=t.sfs", name);
+	sqlite3 *db = open_db(uri);
+	snprintf(sql, sizeof(sql), "PRAGMA journal_mode=%s", mode);
+	q_text(db, sql, mode);
+	exec_ok(db, "PRAGMA synchronous=FULL");
+	exec_ok(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INT)");
+	exec_ok(db, "CREATE INDEX t_v ON t(v)");
+	exec_ok(db, "BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<20000)"
+		    " INSERT INTO t(v, n) SELECT printf('row-%08d-%s', i, hex(randomblob(40))), i FROM c;"
+		    " COMMIT");
+	exec_ok(db, "CREATE TABLE b(id INTEGER PRIMARY KEY, data BLOB)");
+	exec_ok(db, "INSERT INTO b(data) VALUES(zeroblob(3145728))");
+	exec_ok(db, "UPDATE b SET data = randomblob(3145728) WHERE id = 1");
+	sqlite3_int64 bsum = q_int(db, "SELECT sum(unicode(substr(data, 1 + 4096 * k, 1)))"
+				       " FROM b, (WITH RECURSIVE c(k) AS (SELECT 0 UNION ALL SELECT k+1"
+				       " FROM c WHERE k<767) SELECT k FROM c)");
+	exec_ok(db, "UPDATE t SET n = n * 2 WHERE id % 3 = 0");
+	exec_ok(db, "DELETE FROM t WHERE id % 7 = 0");
+	exec_ok(db, "BEGIN; DELETE FROM t; INSERT INTO t(v, n) VALUES('gone', 1); ROLLBACK");
+	sqlite3_int64 cnt = q_int(db, "SELECT count(*) FROM t");
+	sqlite3_int64 sum = q_int(db, "SELECT sum(n) FROM t");
+	CHECK_EQ(cnt, 20000 - 20000 / 7);
+	sqlite3_int64 pages = q_int(db, "PRAGMA page_count");
+	CHECK(pages > 1500);
+	q_text(db, "PRAGMA integrity_check", "ok");
+	CHECK_EQ(sqlite3_close(db), SQLITE_OK);
+
+	db = open_db(uri);
+	q_text(db, "PRAGMA journal_mode", mode);
+	CHECK_EQ(q_int(db, "SELECT count(*) FROM t"), cnt);
+	CHECK_EQ(q_int(db, "SELECT sum(n) FROM t"), sum);
+	CHECK_EQ(q_int(db, "SELECT length(data) FROM b"), 3145728);
+	CHECK_EQ(q_int(db, "SELECT sum(unicode(substr(data, 1 + 4096 * k, 1)))"
+			   " FROM b, (WITH RECURSIVE c(k) AS (SELECT 0 UNION ALL SELECT k+1"
+			   " FROM c WHERE k<767) SELECT k FROM c)"), bsum);
+	q_text(db, "PRAGMA integrity_check", "ok");
+	/* Shrink: VACUUM truncates the database file. */
+	exec_ok(db, "DROP TABLE b; VACUUM");
+	CHECK(q_int(db, "PRAGMA page_count") < pages - 700);
+	q_text(db, "PRAGMA integrity_check", "ok");
+	CHECK_EQ(sqlite3_close(db), SQLITE_OK);
+}
+
+/* Read name inside the image through a plain channel (the same image
+ * context as the VFS's): bytes read. */
+static int64_t chan_read(const char *name, void *buf, size_t len, uint64_t pos)
+{
+	struct urch_opts o = { .image = "t.sfs" };
+	struct urch *ch;
+	int r = urch_open_opts(name, URCH_RDONLY, URCH_UR, &o, &ch);
+	if (r < 0)
+		FAIL("urch_open %s: %s", name, strerror(-r));
+	int64_t got = 0;
+	while ((size_t)got < len) {
+		int64_t n = urch_read(ch, (char *)buf + got, len - (size_t)got, pos + (uint64_t)got);
+		if (n < 0)
+			FAIL("urch_read: %s", strerror((int)-n));
+		if (n == 0)
+			break;
+		got += n;
+	}
+	urch_close(ch);
+	return got;
+}
+
+static void fill(unsigned char *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)((i * 131 + seed * 7) % 251 + 1);
+}
+
+/* The overlay, at the file level. */
+static void file_round(void)
+{
+	sqlite3_vfs *vfs = sqlite3_vfs_find("urfs");
+	CHECK(vfs != NULL);
+	sqlite3_file *f = calloc(1, (size_t)vfs->szOsFile), *g = calloc(1, (size_t)vfs->szOsFile);
+	CHECK(f && g);
+	/* A database name gives the file its image (URI); this name has none,
+	 * so the test sets $SFS_IMAGE for it. */
+	setenv("SFS_IMAGE", "t.sfs", 1);
+	int out = 0;
+	const int fl = SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	CHECK_EQ(vfs->xOpen(vfs, "ov.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(vfs->xOpen(vfs, "ov.db", g, fl, &out), SQLITE_OK);
+	static unsigned char a[20000], b[20000], z[20000];
+	fill(a, sizeof(a), 1);
+	/* Odd sizes and offsets, across chunk boundaries, with a gap. */
+	CHECK_EQ(f->pMethods->xWrite(f, a, 5000, 100), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a + 9000, 3000, 9000), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a + 6000, 100, 6000), SQLITE_OK);   /* gap inside a chunk */
+	sqlite3_int64 sz = 0;
+	CHECK_EQ(f->pMethods->xFileSize(f, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 12000);
+	/* Nothing reached the file yet: the writes are pending. */
+	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 0);
+	/* Both handles read the pending bytes; the holes read as zeros. */
+	for (int h = 0; h < 2; h++) {
+		sqlite3_file *x = h ? g : f;
+		memset(b, 0xEE, sizeof(b));
+		CHECK_EQ(x->pMethods->xRead(x, b, 12000, 0), SQLITE_OK);
+		CHECK(!memcmp(b, z, 100));
+		CHECK(!memcmp(b + 100, a, 5000));
+		CHECK(!memcmp(b + 5100, z, 900));
+		CHECK(!memcmp(b + 6000, a + 6000, 100));
+		CHECK(!memcmp(b + 6100, z, 2900));
+		CHECK(!memcmp(b + 9000, a + 9000, 3000));
+	}
+	/* Past the end: a short read, zero-filled. */
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 11000), SQLITE_IOERR_SHORT_READ);
+	CHECK(!memcmp(b, a + 11000, 1000) && !memcmp(b + 1000, z, 1000));
+	/* xSync: now the file inside the image has them. */
+	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_OK);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 12000);
+	CHECK(!memcmp(b + 100, a, 5000) && !memcmp(b + 6000, a + 6000, 100) &&
+	      !memcmp(b + 9000, a + 9000, 3000) && !memcmp(b + 5100, z, 900));
+	/* Pending over synced: a read mixes file and overlay. */
+	fill(a, sizeof(a), 2);
+	CHECK_EQ(f->pMethods->xWrite(f, a, 10, 4090), SQLITE_OK);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(g->pMethods->xRead(g, b, 200, 4000), SQLITE_OK);
+	fill(z + 10000, 5000, 1);                       /* the synced bytes, again */
+	CHECK(!memcmp(b, z + 10000 + 3900, 90) && !memcmp(b + 90, a, 10) &&
+	      !memcmp(b + 100, z + 10000 + 4000, 100));
+	memset(z + 10000, 0, 5000);
+	/* A gap in a pending chunk over synced data is filled from the file. */
+	CHECK_EQ(f->pMethods->xWrite(f, a + 100, 10, 4200), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(chan_read("ov.db", b, 4200, 0), 4200);
+	fill(z + 10000, 5000, 1);
+	CHECK(!memcmp(b + 100, z + 10000, 3990) && !memcmp(b + 4090, a, 10) &&
+	      !memcmp(b + 4100, z + 10000 + 4000, 100));
+	memset(z + 10000, 0, 5000);
+	/* The same below the pending range, on chunks the VFS does not hold
+	 * yet (the last close forgets them): 4500 first, then 4350. */
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xClose(g), SQLITE_OK);
+	CHECK_EQ(vfs->xOpen(vfs, "ov.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(vfs->xOpen(vfs, "ov.db", g, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a + 200, 10, 4500), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a + 300, 10, 4350), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(chan_read("ov.db", b, 200, 4340), 200);
+	fill(z + 10000, 5000, 1);
+	CHECK(!memcmp(b, z + 10000 + 4240, 10) && !memcmp(b + 10, a + 300, 10) &&
+	      !memcmp(b + 20, z + 10000 + 4260, 140) && !memcmp(b + 160, a + 200, 10) &&
+	      !memcmp(b + 170, z + 10000 + 4410, 30));
+	memset(z + 10000, 0, 5000);
+	/* Truncate with pending bytes past the cut. */
+	CHECK_EQ(f->pMethods->xWrite(f, a, 4000, 20000), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xTruncate(f, 6050), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xFileSize(f, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 6050);
+	CHECK_EQ(f->pMethods->xRead(f, b, 100, 6000), SQLITE_IOERR_SHORT_READ);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 6050);
+	/* Held (clean) bytes follow a truncate: the cut part reads as zeros
+	 * when the file grows again. */
+	static unsigned char keep[6050];
+	CHECK_EQ(g->pMethods->xRead(g, keep, 6050, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xTruncate(f, 100), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a, 10, 5000), SQLITE_OK);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(g->pMethods->xRead(g, b, 5010, 0), SQLITE_OK);
+	CHECK(!memcmp(b, keep, 100) && !memcmp(b + 100, z, 4900) && !memcmp(b + 5000, a, 10));
+	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 5010);
+	CHECK(!memcmp(b, keep, 100) && !memcmp(b + 100, z, 4900) && !memcmp(b + 5000, a, 10));
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xClose(g), SQLITE_OK);
+	/* Pending bytes of a closing file go to the server (no sync asked). */
+	CHECK_EQ(vfs->xOpen(vfs, "ov.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a, 100, 7000), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 7100);
+	CHECK(!memcmp(b, keep, 100) && !memcmp(b + 5000, a, 10));
+	CHECK(!memcmp(b + 7000, a, 100));
+	/* xAccess / xDelete. */
+	int res = -1;
+	CHECK_EQ(vfs->xAccess(vfs, "ov.db", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 1);
+	CHECK_EQ(vfs->xDelete(vfs, "ov.db", 1), SQLITE_OK);
+	CHECK_EQ(vfs->xAccess(vfs, "ov.db", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	CHECK_EQ(vfs->xDelete(vfs, "ov.db", 1), SQLITE_IOERR_DELETE_NOENT);
+	/* Names SimpleFS cannot hold. */
+	char full[600];
+	CHECK_EQ(vfs->xFullPathname(vfs, "dir/x.db", (int)sizeof(full), full), SQLITE_CANTOPEN);
+	CHECK_EQ(vfs->xFullPathname(vfs, "a2345678901234567890123456789012345678901234567890123456",
+				    (int)sizeof(full), full), SQLITE_CANTOPEN);
+	unsetenv("SFS_IMAGE");
+	free(f);
+	free(g);
+}
+
+/* Journals come and go; two connections follow SQLite's locking. */
+static void journal_and_locks(void)
+{
+	sqlite3 *a = open_db("file:lk.db?vfs=urfs&image=t.sfs");
+	sqlite3 *b = open_db("file:lk.db?vfs=urfs&image=t.sfs");
+	sqlite3_vfs *vfs = sqlite3_vfs_find("urfs");
+	int res = -1;
+	exec_ok(a, "PRAGMA journal_mode=DELETE; CREATE TABLE k(x); INSERT INTO k VALUES(1)");
+	CHECK_EQ(vfs->xAccess(vfs, "lk.db-journal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	exec_ok(a, "BEGIN IMMEDIATE; INSERT INTO k VALUES(2)");
+	CHECK_EQ(vfs->xAccess(vfs, "lk.db-journal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 1);
+	CHECK_EQ(sqlite3_exec(b, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_BUSY);
+	CHECK_EQ(q_int(b, "SELECT count(*) FROM k"), 1);     /* a reader still reads */
+	exec_ok(a, "COMMIT");
+	CHECK_EQ(vfs->xAccess(vfs, "lk.db-journal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	CHECK_EQ(q_int(b, "SELECT count(*) FROM k"), 2);
+	/* A reader holding SHARED keeps the writer from committing. */
+	sqlite3_stmt *st;
+	CHECK_EQ(sqlite3_prepare_v2(b, "SELECT x FROM k", -1, &st, NULL), SQLITE_OK);
+	CHECK_EQ(sqlite3_step(st), SQLITE_ROW);
+	exec_ok(a, "BEGIN; INSERT INTO k VALUES(3)");
+	CHECK_EQ(sqlite3_exec(a, "COMMIT", NULL, NULL, NULL), SQLITE_BUSY);
+	sqlite3_finalize(st);
+	exec_ok(a, "COMMIT");
+	CHECK_EQ(q_int(b, "SELECT count(*) FROM k"), 3);
+
+	/* WAL: the index is shared heap memory; a reader keeps its snapshot,
+	 * and a checkpoint cannot reset the WAL under it. */
+	q_text(a, "PRAGMA journal_mode=WAL", "wal");
+	exec_ok(a, "INSERT INTO k VALUES(4)");
+	CHECK_EQ(vfs->xAccess(vfs, "lk.db-wal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 1);
+	exec_ok(b, "BEGIN");
+	CHECK_EQ(q_int(b, "SELECT count(*) FROM k"), 4);
+	exec_ok(a, "INSERT INTO k VALUES(5)");
+	CHECK_EQ(q_int(b, "SELECT count(*) FROM k"), 4);
+	CHECK_EQ(q_int(a, "PRAGMA wal_checkpoint(TRUNCATE)"), 1);   /* busy: b reads */
+	exec_ok(a, "INSERT INTO k VALUES(6)");
+	CHECK_EQ(q_int(b, "SELECT count(*) FROM k"), 4);
+	exec_ok(b, "COMMIT");
+	CHECK_EQ(q_int(b, "SELECT count(*) FROM k"), 6);
+	exec_ok(a, "BEGIN IMMEDIATE");
+	CHECK_EQ(sqlite3_exec(b, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_BUSY);
+	exec_ok(a, "INSERT INTO k VALUES(7); COMMIT");
+	exec_ok(b, "INSERT INTO k VALUES(8)");
+	CHECK_EQ(q_int(a, "PRAGMA wal_checkpoint(TRUNCATE)"), 0);
+	CHECK_EQ(q_int(a, "SELECT sum(x) FROM k"), 36);
+	CHECK_EQ(sqlite3_close(b), SQLITE_OK);
+	CHECK_EQ(sqlite3_close(a), SQLITE_OK);
+	/* The last close checkpoints and deletes the WAL. */
+	CHECK_EQ(vfs->xAccess(vfs, "lk.db-wal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	a = open_db("file:lk.db?vfs=urfs&image=t.sfs");
+	CHECK_EQ(q_int(a, "SELECT sum(x) FROM k"), 36);
+	CHECK_EQ(sqlite3_close(a), SQLITE_OK);
+}
+
+/* The image: from the URI, else $SFS_IMAGE; one image per name at a time. */
+static void images(void)
+{
+	CHECK_EQ(sfs_format("u.sfs", 64u << 20, 64), 0);
+	setenv("SFS_IMAGE", "u.sfs", 1);
+	sqlite3 *a = open_db("file:e.db?vfs=urfs");
+	exec_ok(a, "CREATE TABLE e(x); INSERT INTO e VALUES(42)");
+	sqlite3 *c;
+	CHECK(sqlite3_open_v2("file:e.db?vfs=urfs&image=t.sfs", &c, SQLITE_OPEN_READWRITE |
+			      SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL) == SQLITE_CANTOPEN);
+	sqlite3_close(c);
+	CHECK_EQ(sqlite3_close(a), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	struct sfs *fs = MOUNT_OR_DIE("u.sfs");
+	struct sfs_stat st;
+	CHECK_EQ(sfs_stat(fs, "e.db", &st), 0);
+	CHECK(st.size >= 8192);
+	CHECK_EQ(sfs_stat(fs, "e.db-journal", &st), -ENOENT);
+	CHECK_EQ(sfs_unmount(fs), 0);
+	FSCK_CLEAN("u.sfs");
+}
+
+int main(void)
+{
+	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
+	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
+	CHECK_EQ(sfs_format("t.sfs", 256u << 20, 256), 0);
+	sql_round("rb.db", "delete");
+	sql_round("wal.db", "wal");
+	file_round();
+	journal_and_locks();
+	images();
+	/* Every connection closed: the server unmounted the image cleanly. */
+	FSCK_CLEAN("t.sfs");
+	struct sfs *fs = MOUNT_OR_DIE("t.sfs");
+	struct sfs_stat st;
+	CHECK_EQ(sfs_stat(fs, "rb.db", &st), 0);
+	CHECK_EQ(sfs_stat(fs, "wal.db", &st), 0);
+	CHECK_EQ(sfs_stat(fs, "rb.db-journal", &st), -ENOENT);
+	CHECK_EQ(sfs_stat(fs, "wal.db-wal", &st), -ENOENT);
+	CHECK_EQ(sfs_unmount(fs), 0);
+	printf("ok\n");
+	return 0;
+}
