@@ -9,12 +9,8 @@
  * when the source package cannot be fetched or built here. In a sanitizer
  * build (make SANITIZE=1) the drop-in is ASan's and only setup c runs.
  */
-#include <errno.h>
-#include <linux/io_uring.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include "testutil.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -28,31 +24,18 @@
 #define SANITIZED 0
 #endif
 
-/* 1 when the kernel's io_uring works here (setup d can run), else 0 with why. */
-static int kernel_io_uring(char *why, size_t cap)
-{
-	struct io_uring_params p;
-
-	memset(&p, 0, sizeof p);
-	int fd = (int)syscall(__NR_io_uring_setup, 1, &p);
-	if (fd < 0) {
-		snprintf(why, cap, "io_uring_setup: %s", strerror(errno));
-		return 0;
-	}
-	close(fd);
-	return 1;
-}
-
 int main(void)
 {
 	char why[128], setups[3] = "c";
 
 	if (SANITIZED)   /* the drop-in under ASan: its emulation is what is worth the time */
 		printf("SKIP-PART: sanitizer: setup d (drop-in pass-through): run in the plain build\n");
-	else if (kernel_io_uring(why, sizeof why))
+	else if (tu_have_io_uring(why, sizeof why)) {
 		strcpy(setups, "cd");
-	else   /* a counted part skip (tests/run.sh), never a silent pass */
-		printf("SKIP-PART: io_uring: setup d (drop-in pass-through): %s\n", why);
+		tu_part_ran("io_uring", "setup d (drop-in pass-through)");
+	} else {   /* a counted part skip (tests/run.sh), never a silent pass */
+		tu_part_skip("io_uring", "setup d (drop-in pass-through)", why);
+	}
 	fflush(stdout);
 	/* 60 s per listed test, liburing's own limit: emulated, poll-cancel-ton takes 8 to 45 s on a
 	 * loaded 2-CPU machine (its thousands of polls and cancels go through the reactor). */
