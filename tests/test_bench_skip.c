@@ -126,23 +126,22 @@ int main(void)
 				snprintf(help, sizeof(help), "%s", strstr(line, "nop:"));
 		if (!p || pclose(p) != 0 || !help[0])
 			FAIL("bench --help says nothing of nop");
-		static const char *const all[] = { "sfs", "ur", "psync", "io_uring", "libaio",
-						   "posixaio", "null" };
-		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		for (size_t i = 0; bench_engines[i]; i++) {   /* every engine bench has */
+			const char *name = bench_engines[i]->name;
 			bench_job_defaults(&job);
-			if (bench_parse_engine(all[i], &job, err, sizeof(err)) < 0)
+			if (bench_parse_engine(name, &job, err, sizeof(err)) < 0)
 				FAIL("%s", err);
 			char word[32];
 			int named = 0;
 			for (const char *w = help; *w; ) {
 				size_t n = strcspn(w, " ,():\n");
 				snprintf(word, sizeof(word), "%.*s", (int)n, w);
-				named |= n && !strcmp(word, all[i]);
+				named |= n && !strcmp(word, name);
 				w += n ? n : 1;
 			}
 			if (named != !!(job.ops->flags & BENCH_ENG_NOP))
 				FAIL("bench --help (%s) %s %s, which %s NOP", help, named ? "names" : "omits",
-				     all[i], job.ops->flags & BENCH_ENG_NOP ? "runs" : "does not run");
+				     name, job.ops->flags & BENCH_ENG_NOP ? "runs" : "does not run");
 		}
 	}
 	printf("PASS\n");
