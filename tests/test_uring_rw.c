@@ -1,7 +1,8 @@
 /* Description: the liburing drop-in reads and writes files like the kernel's io_uring, in all
  * three modes (kernel pass-through, URING_EMULATE=1, seccomp-blocked): NOP batches, READ/WRITE,
  * READV/WRITEV against pread, reads of a file dropped from the page cache (they would block: a
- * worker does them), a read at the file position (offset -1), READ_FIXED/WRITE_FIXED
+ * worker does them), a READV that comes back short inline (partly cached) and goes on from the
+ * library's copy of the iovec array, a read at the file position (offset -1), READ_FIXED/WRITE_FIXED
  * with registered buffers and a registered (fixed) file, a read past EOF, an fd number reused
  * for a pipe and then a file again (the offset applies only to the file), and a batch larger
  * than the SQ taken in several submits. */
@@ -81,7 +82,7 @@ static void body(void)
 	}
 
 	/* the same reads with the file out of the page cache: what would block is
-	 * done by a worker (and several reads in one submission still batch) */
+	 * done by a worker */
 	CHECK_EQ(fsync(fd), 0);
 	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
 	memset(dst, 0, FSZ);
@@ -112,6 +113,28 @@ static void body(void)
 	CHECK(memcmp(dst, src + 12345, 100) == 0);
 	CHECK(memcmp(dst + 1000, src + 12345 + 100, 5000) == 0);
 	CHECK(memcmp(dst + 9000, src + 12345 + 5100, 3) == 0);
+
+	/* READV over a cached page and pages dropped from the cache: an inline
+	 * RWF_NOWAIT read comes back short and the rest is read later from the
+	 * library's copy of the iovec array (the program clobbers its own as soon
+	 * as submit returns, as FEAT_SUBMIT_STABLE allows) */
+	{
+		CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);    /* no readahead */
+		CHECK_EQ(pread(fd, chk, 4096, 65536), 4096);
+		memset(dst, 0, FSZ);
+		struct iovec pv[2] = { { dst, 2048 }, { dst + 8192, 14336 } };
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_readv(sqe, fd, pv, 2, 65536);
+		sqe->user_data = 9;
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		memset(pv, 0, sizeof pv);
+		tu_reap(&ring, c, 1);
+		CHECK_EQ(c[0].res, 16384);
+		CHECK(memcmp(dst, src + 65536, 2048) == 0);
+		CHECK(memcmp(dst + 8192, src + 65536 + 2048, 14336) == 0);
+		CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL), 0);
+	}
 
 	uint8_t a[300], b[500];
 	memset(a, 'a', sizeof a);

@@ -125,6 +125,32 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Our pid for process_vm_readv/writev, asked once (glibc no longer caches
+ * getpid(): it was one more system call per copy); a fork()ed child asks again. */
+static _Atomic pid_t self_pid;
+
+static void self_pid_forget(void)
+{
+	atomic_store_explicit(&self_pid, 0, memory_order_relaxed);
+}
+
+static void self_pid_once(void)
+{
+	pthread_atfork(NULL, NULL, self_pid_forget);
+}
+
+static pid_t self(void)
+{
+	pid_t p = atomic_load_explicit(&self_pid, memory_order_relaxed);
+	if (!p) {
+		static pthread_once_t once = PTHREAD_ONCE_INIT;
+		pthread_once(&once, self_pid_once);
+		p = getpid();
+		atomic_store_explicit(&self_pid, p, memory_order_relaxed);
+	}
+	return p;
+}
+
 /* Copy from/to application memory with the kernel's checks: -EFAULT for a bad
  * pointer instead of a crash. */
 int ucopy(void *dst, const void *src, size_t n)
@@ -132,7 +158,7 @@ int ucopy(void *dst, const void *src, size_t n)
 	if (!n)
 		return 0;
 	struct iovec l = { dst, n }, rm = { (void *)src, n };
-	ssize_t r = process_vm_readv(getpid(), &l, 1, &rm, 1, 0);
+	ssize_t r = process_vm_readv(self(), &l, 1, &rm, 1, 0);
 	if (r == (ssize_t)n)
 		return 0;
 	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
@@ -147,7 +173,7 @@ int uwrite(void *dst, const void *src, size_t n)
 	if (!n)
 		return 0;
 	struct iovec l = { (void *)src, n }, rm = { dst, n };
-	ssize_t r = process_vm_writev(getpid(), &l, 1, &rm, 1, 0);
+	ssize_t r = process_vm_writev(self(), &l, 1, &rm, 1, 0);
 	if (r == (ssize_t)n)
 		return 0;
 	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {

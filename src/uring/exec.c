@@ -85,10 +85,8 @@ void exec_fill_probe(struct io_uring_probe *p, unsigned n)
 	}
 }
 
-/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC);
- * tls_batch: how many SQEs that submission took. */
+/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC). */
 static __thread int tls_in_submit;
-static __thread unsigned tls_batch;
 
 /* ---- requests ---- */
 
@@ -663,7 +661,12 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		q->iov = q->iov_in;
 		q->niov = 1;
 	}
-	if ((op == IORING_OP_READV || op == IORING_OP_WRITEV) && !q->iov && (e = stabilize_iov(q)) < 0)
+	/* Inline, READV/WRITEV hand the program's iovec array to the kernel, which
+	 * checks it (-EFAULT); it is copied (ucopy) only to leave the submitter:
+	 * a worker, AIO, or a short transfer to continue. */
+	if ((op == IORING_OP_READV || op == IORING_OP_WRITEV) && !q->iov &&
+	    (ctx != CTX_INLINE || q->fe.direct || (s->flags & IOSQE_ASYNC)) &&
+	    (e = stabilize_iov(q)) < 0)
 		return e;
 	const struct iovec *iov = q->iov ? q->iov : (const struct iovec *)(uintptr_t)s->addr;
 	int niov = q->iov ? q->niov : (int)s->len;
@@ -677,20 +680,6 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	if (off != -1)
 		off += (int64_t)q->done;
 
-	if (q->to_worker && ctx != CTX_WORKER)
-		return exec_punt(q);              /* AIO with RWF_NOWAIT said: would block */
-	/* Several buffered reads of regular files in one submission: one io_submit
-	 * with RWF_NOWAIT for all (cached data completes inside it). Writes are not
-	 * batched: buffered AIO writes refuse RWF_NOWAIT (-EOPNOTSUPP) on ext4. */
-	if (ctx == CTX_INLINE && tls_batch > 1 && !wr && !r->aio_nowait_off && q->fe.kind == FK_REG &&
-	    !q->fe.direct && off != -1 &&
-	    !q->done && !(s->flags & IOSQE_ASYNC) && !(s->rw_flags & RWF_NOWAIT) && !q->fe.nonblock && q->iov) {
-		q->aio_nowait = 1;
-		e = kaio_submit(q, wr, ctx);
-		if (e != -EAGAIN)
-			return e;
-		q->aio_nowait = 0;
-	}
 	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth.
 	 * (F_GETFL checks the cached O_DIRECT: nothing next to a device I/O.) */
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done &&
@@ -737,6 +726,11 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	}
 	if (n < 0) {
 		int err = errno;
+		/* The kernel's ring takes the iovec array before the file is used: a bad
+		 * one is -EFAULT even where the file would say -EBADF (liburing's
+		 * link-timeout), so an error looks at the array first. */
+		if ((op == IORING_OP_READV || op == IORING_OP_WRITEV) && !q->iov && (e = stabilize_iov(q)) < 0)
+			return e;
 		if (err == EOPNOTSUPP && ctx != CTX_WORKER && !(s->rw_flags & RWF_NOWAIT)) {
 			/* This file cannot say "would block": a worker does it. */
 			if ((e = stabilize_iov(q)) < 0)
@@ -760,6 +754,16 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		atomic_fetch_add_explicit(&r->st_inline, 1, memory_order_relaxed);
 	/* A short transfer on a regular file continues (the kernel retries too). */
 	uint64_t want = 0;
+	if (n > 0 && q->fe.kind == FK_REG && !q->iov) {
+		/* The kernel has just read all niov entries of this array without a
+		 * fault (n > 0), so their lengths are readable here; it is copied
+		 * with ucopy() only when the transfer is short and goes on. */
+		for (int i = 0; i < niov; i++)
+			want += iov[i].iov_len;
+		if ((uint64_t)n < want && (e = stabilize_iov(q)) < 0)
+			return e;
+		want = 0;
+	}
 	for (int i = 0; q->iov && i < q->niov; i++)
 		want += q->iov[i].iov_len;
 	if (n > 0 && q->fe.kind == FK_REG && q->iov && (uint64_t)n < want) {
@@ -1629,7 +1633,9 @@ void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
 		r->inflight--;
 		exec_put_locked(r, lt);
 	}
-	int failed = res < 0 || short_transfer(q, res);
+	/* Short counts as failed only for what follows in a chain or a skipped
+	 * success CQE: not looked at otherwise (it may read the iovec array). */
+	int failed = res < 0 || ((q->link || (q->sqe.flags & IOSQE_CQE_SKIP_SUCCESS)) && short_transfer(q, res));
 	if (res == -ETIME && q->sqe.opcode == IORING_OP_TIMEOUT && (q->sqe.timeout_flags & IORING_TIMEOUT_ETIME_SUCCESS))
 		failed = 0;
 	uint32_t cflags = q->cflags;
@@ -1862,18 +1868,8 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 	__atomic_store_n(r->sq_head, head, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&r->lock);
 	tls_in_submit = 1;
-	tls_batch = done;
 	exec_issue_list(run, CTX_INLINE);
-	tls_batch = 0;
-	kaio_flush(r);
-	if (r->aio_nowait_pending) {
-		/* buffered AIO completed inside io_submit: post it now, as inline */
-		run = NULL;
-		pthread_mutex_lock(&r->lock);
-		kaio_reap_locked(r, &run);
-		pthread_mutex_unlock(&r->lock);
-		exec_issue_list(run, CTX_INLINE);
-	}
 	tls_in_submit = 0;
+	kaio_flush(r);
 	return done;
 }

@@ -1,10 +1,10 @@
 /*
  * kaio.c - O_DIRECT reads and writes of the emulated ring through the
  * kernel's native AIO, so that a queue depth of 64 is 64 I/Os at the device
- * (a worker per I/O would be a thread per I/O), and buffered reads of
- * regular files submitted several at once, with RWF_NOWAIT: one io_submit
- * does the cached ones (they complete inside it and are reaped at once); what
- * would block comes back -EAGAIN and goes to a worker. One AIO context per ring,
+ * (a worker per I/O would be a thread per I/O). Buffered I/O does not come
+ * here: for it io_submit runs the read synchronously inside the call, and a
+ * batch of RWF_NOWAIT iocbs measured slower than one inline preadv2 each
+ * (DROPIN.md). One AIO context per ring,
  * made on first use; iocbs of one submission batch go in one io_submit;
  * completions are reaped from the AIO ring mapped in user space by the next
  * io_uring_enter(GETEVENTS). The kernel signals each completion on the ring
@@ -45,14 +45,6 @@ static void flush_locked(struct emu_ring *r, struct ureq **run)
 		if (!--r->aio_inflight)
 			__atomic_fetch_and(r->sq_flags, ~IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
 		q->state = RS_RUN;
-		if (q->aio_nowait) {              /* only a way to batch: take the usual path */
-			q->aio_nowait = 0;
-			r->aio_nowait_pending--;
-			q->to_worker = 1;
-			q->qnext = *run;
-			*run = q;
-			continue;
-		}
 		exec_complete_locked(q, e, run);
 	}
 	r->aio_npend = 0;
@@ -74,11 +66,9 @@ int kaio_submit(struct ureq *q, int wr, int ctx)
 	memset(cb, 0, sizeof(*cb));
 	cb->aio_data = (uint64_t)(uintptr_t)q;
 	cb->aio_fildes = (uint32_t)q->fd;
-	cb->aio_rw_flags = (int)q->sqe.rw_flags | (q->aio_nowait ? RWF_NOWAIT : 0);
-	r->aio_nowait_pending += q->aio_nowait;
+	cb->aio_rw_flags = (int)q->sqe.rw_flags;
 	cb->aio_offset = (int64_t)q->sqe.off;
-	/* The ring fd: poll(ring_fd) wakes, a waiter wakes (also for the buffered
-	 * RWF_NOWAIT ones, reaped at once, in case one is queued after all). */
+	/* The ring fd: poll(ring_fd) wakes, a waiter wakes. */
 	cb->aio_flags = IOCB_FLAG_RESFD;
 	cb->aio_resfd = (uint32_t)r->ifd;
 	if (q->niov == 1 && q->iov) {
@@ -134,28 +124,6 @@ int kaio_reap_locked(struct emu_ring *r, struct ureq **run)
 				__atomic_fetch_and(r->sq_flags, ~IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
 			q->state = RS_RUN;
 			int64_t res = ev[i].res;
-			if (q->aio_nowait) {
-				q->aio_nowait = 0;
-				r->aio_nowait_pending--;
-				uint64_t want = 0;
-				for (int k = 0; k < q->niov; k++)
-					want += q->iov[k].iov_len;
-				/* would block, or cached only in part: a worker does (the rest of) it */
-				if (res == -EOPNOTSUPP)
-					r->aio_nowait_off = 1;
-				/* -ESPIPE/-EINVAL: a stale kind sent a stream here; the usual path sorts it out */
-				if (res == -EAGAIN || res == -EOPNOTSUPP || res == -ESPIPE || res == -EINVAL ||
-				    (res > 0 && (uint64_t)res < want)) {
-					if (res > 0) {
-						q->done = (uint64_t)res;
-						exec_advance_iov(q, (uint64_t)res);
-					}
-					q->to_worker = 1;
-					q->qnext = *run;
-					*run = q;
-					continue;
-				}
-			}
 			exec_complete_locked(q, res < INT32_MIN ? -EIO : (int32_t)res, run);
 		}
 		total += got;

@@ -68,8 +68,6 @@ struct ureq {
 	struct ureq *next, *prev;      /* live list (all requests in flight) */
 	struct ureq *qnext;            /* work queue / defer queue */
 	uint8_t state, chain_fail, canceled, connecting;
-	uint8_t aio_nowait;            /* a buffered read/write batched through AIO with RWF_NOWAIT */
-	uint8_t to_worker;             /* that said EAGAIN (or came back short): a worker finishes it */
 	uint32_t chain_n;              /* head of a chain: how many requests it holds */
 	int32_t prep_err;
 	int32_t res;
@@ -198,8 +196,6 @@ struct emu_ring {
 	int aio_state;                 /* 0 untried, 1 on, -1 unavailable */
 	aio_context_t aio_ctx;
 	unsigned aio_inflight, aio_max;
-	unsigned aio_nowait_pending;   /* buffered RWF_NOWAIT iocbs not reaped yet */
-	int aio_nowait_off;            /* the file system refused them: read inline instead */
 	struct iocb *aio_pend[64];
 	int aio_npend;
 	/* SQPOLL */
