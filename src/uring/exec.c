@@ -980,7 +980,10 @@ static int32_t op_accept(struct ureq *q, int ctx)
 	int flags = (int)s->accept_flags;
 	if (s->file_index)
 		flags |= SOCK_CLOEXEC;
-	int fd = accept4(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t *)(uintptr_t)s->addr2, flags);
+	/* the system call itself: libc's accept4 may be wrapped (ASan's reads *addrlen
+	 * first), and the application's addrlen pointer must give -EFAULT, not a crash */
+	int fd = (int)syscall(SYS_accept4, q->fd, (struct sockaddr *)(uintptr_t)s->addr,
+			      (socklen_t *)(uintptr_t)s->addr2, flags);
 	if (fd < 0) {
 		if (errno == EAGAIN && ctx != CTX_WORKER)
 			return exec_wait_ready(q, POLLIN);   /* O_NONBLOCK too: the kernel polls */
