@@ -846,7 +846,8 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 				return -EFAULT;
 		}
 	} else {
-		void *buf = q->has_buf ? (void *)(uintptr_t)q->baddr : (char *)(uintptr_t)s->addr + q->done;
+		/* integer sums: the application's address may be NULL (no pointer arithmetic on it) */
+		void *buf = (void *)(uintptr_t)(q->has_buf ? q->baddr : s->addr + q->done);
 		size_t len = q->has_buf ? q->blen : s->len - q->done;
 		n = is_send ? send(q->fd, buf, len, mf) : recv(q->fd, buf, len, mf);
 	}
@@ -1043,7 +1044,7 @@ static int32_t op_open(struct ureq *q, int ctx)
 			return -EFAULT;
 		for (size_t i = sizeof(how); i < s->len; i++) {
 			char c;
-			if (ucopy(&c, (char *)(uintptr_t)s->addr2 + i, 1) < 0)
+			if (ucopy(&c, (void *)(uintptr_t)(s->addr2 + i), 1) < 0)
 				return -EFAULT;
 			if (c)
 				return -E2BIG;
