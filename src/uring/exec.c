@@ -1774,6 +1774,16 @@ void exec_issue_list(struct ureq *list, int ctx)
 /* A finished chain (head h) goes to run or waits behind a drain. Ring lock held. */
 static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq ***tailp)
 {
+	/* IOSQE_IO_DRAIN also holds back what comes after: the next chain waits for
+	 * everything before it, the drained one included, even when that one did not
+	 * have to wait itself (as the kernel's drain_next) */
+	int drain = h->sqe.flags & IOSQE_IO_DRAIN;
+	if (r->drain_next) {
+		h->sqe.flags |= IOSQE_IO_DRAIN;
+		r->drain_next = 0;
+	}
+	if (drain)
+		r->drain_next = 1;
 	if (r->defer_head || ((h->sqe.flags & IOSQE_IO_DRAIN) && r->inflight)) {
 		h->state = RS_DEFER;
 		rq_push(&r->defer_head, &r->defer_tail, h);
