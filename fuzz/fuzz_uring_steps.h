@@ -42,8 +42,8 @@
  * and after a failed IO_LINK member the rest fail, a successful IO_DRAIN
  * request completes after everything submitted before it and before anything
  * after it, the SQ is always fully consumed, head/tail distances within the
- * ring sizes, cq.overflow stays 0, everything completes after a final cancel
- * within a bounded time, and after io_uring_queue_exit the process has the fds
+ * ring sizes, cq.overflow stays 0, everything completes after synchronous cancels
+ * of all within a bounded time, and after io_uring_queue_exit the process has the fds
  * and threads it had before. Nothing waits unbounded.
  *
  * Must never: touch anything outside the private directory, hand the library
@@ -78,7 +78,6 @@
 #define FZU_SLOTS (FZU_SLOT * (FZU_MAX_SQE + 8) + FZU_PAGE)
 #define FZU_TAG_BASE (1ull << 62)        /* user_data of tag CQEs: FZU_TAG_BASE + n */
 #define FZU_MSG_BASE (1ull << 61)        /* user_data of MSG_RING CQEs: FZU_MSG_BASE + sqe index */
-#define FZU_CANCEL_UD (1ull << 60)       /* the final ASYNC_CANCEL */
 #define FZU_MAXFD 4096
 
 static char fzu_why[256];              /* what the last failing input broke */
@@ -733,8 +732,6 @@ static int fzu_cqe(struct fzu *z, const struct io_uring_cqe *c)
 	if (fzu_trace)
 		fprintf(stderr, "  cqe %llx res %d flags %x\n", (unsigned long long)ud, c->res, c->flags);
 	z->order++;
-	if (ud == FZU_CANCEL_UD)
-		return 0;
 	if (ud >= FZU_TAG_BASE) {
 		if (ud - FZU_TAG_BASE >= z->tags || ud - FZU_TAG_BASE >= 64)
 			FZU_BAD("a CQE for tag %llu that was never registered", (unsigned long long)(ud - FZU_TAG_BASE));
@@ -1022,16 +1019,20 @@ static void fzu_fds_close(struct fzu *z)
 		}
 }
 
-/* An ASYNC_CANCEL of anything: what a hard link starts after a cancelled request needs another. */
+/* Cancel anything, synchronously (an ASYNC_CANCEL SQE would itself wait behind a
+ * drained chain that waits for a request that never ends, as on the kernel's ring);
+ * again and again: what a hard link starts after a cancelled request needs another. */
 static int fzu_cancel_all(struct fzu *z)
 {
-	struct io_uring_sqe *s = io_uring_get_sqe(&z->ring);
-	if (!s)
-		FZU_BAD("no SQE free after everything was submitted");
-	io_uring_prep_cancel64(s, 0, IORING_ASYNC_CANCEL_ANY);
-	s->user_data = FZU_CANCEL_UD;
-	if (io_uring_submit(&z->ring) != 1)
-		FZU_BAD("the final cancel was not submitted");
+	struct io_uring_sync_cancel_reg reg;
+	memset(&reg, 0, sizeof reg);
+	reg.flags = IORING_ASYNC_CANCEL_ANY;
+	reg.fd = -1;
+	reg.timeout.tv_sec = 0;
+	reg.timeout.tv_nsec = 1000000;
+	int r = io_uring_register_sync_cancel(&z->ring, &reg);
+	if (r < 0 && r != -ENOENT && r != -EALREADY && r != -ETIME)
+		FZU_BAD("io_uring_register_sync_cancel(ANY): %s", strerror(-r));
 	return 0;
 }
 
