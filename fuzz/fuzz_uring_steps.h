@@ -17,6 +17,7 @@
  *      offset (2), op flags (2), buffer index/group, target selector
  *   1  io_uring_submit
  *   2  io_uring_submit_and_wait_timeout (wait 0..3, at most 2 ms)
+ *      (1 and 2 then take what is in the CQ, unless c & 0x80: CQEs pile up, overflow)
  *   3  reap: peek + cqe_seen one by one, or peek_batch + cq_advance
  *   4  a register call (buffers, files, updates with tags, unregister, eventfd,
  *      sync cancel, file alloc range, iowq max workers, probe)
@@ -826,7 +827,8 @@ static void fzu_consumed(struct fzu *z, int n)
 		z->q[z->placed_done - 1].batch_end = 1;
 }
 
-static int fzu_submit(struct fzu *z, int wait, unsigned wait_nr, unsigned ns)
+/* Submit (wait: and wait for wait_nr CQEs or ns); reap: then take the CQ. */
+static int fzu_submit(struct fzu *z, int wait, unsigned wait_nr, unsigned ns, int reap)
 {
 	int r;
 	if (wait) {
@@ -843,7 +845,7 @@ static int fzu_submit(struct fzu *z, int wait, unsigned wait_nr, unsigned ns)
 			FZU_BAD("io_uring_submit: %s", strerror(-r));
 		fzu_consumed(z, r);
 	}
-	return fzu_reap(z, ~0u, 0);
+	return reap ? fzu_reap(z, ~0u, 0) : fzu_check_ring(z);
 }
 
 static int fzu_register(struct fzu *z, struct fzu_in *in)
@@ -1041,7 +1043,7 @@ static int fzu_drain_all(struct fzu *z)
 {
 	struct io_uring *r = &z->ring;
 	for (int k = 0; k < 64 && io_uring_sq_ready(r); k++)
-		if (fzu_submit(z, 0, 0, 0))
+		if (fzu_submit(z, 0, 0, 0, 1))
 			return 1;
 	if (io_uring_sq_ready(r))
 		FZU_BAD("%u SQEs never taken by io_uring_submit", io_uring_sq_ready(r));
@@ -1184,7 +1186,7 @@ static int fuzz_uring_input(const uint8_t *data, size_t size)
 				break;
 			struct io_uring_sqe *s = io_uring_get_sqe(&z->ring);
 			if (!s) {
-				bad = fzu_submit(z, 0, 0, 0);
+				bad = fzu_submit(z, 0, 0, 0, 1);
 				break;
 			}
 			unsigned i = z->nq;
@@ -1211,10 +1213,10 @@ static int fuzz_uring_input(const uint8_t *data, size_t size)
 			z->nq++;
 			break;
 		}
-		case 1: bad = fzu_submit(z, 0, 0, 0); break;
+		case 1: bad = fzu_submit(z, 0, 0, 0, !(c & 0x80)); break;
 		case 2: {
 			uint8_t w = fzu_u8(&in);
-			bad = fzu_submit(z, 1, w % 4, (w >> 2) * 32000u);
+			bad = fzu_submit(z, 1, w % 4, (w >> 2) * 32000u, !(c & 0x80));
 			break;
 		}
 		case 3: { uint8_t w = fzu_u8(&in); bad = fzu_reap(z, w % 16 + 1, w >> 7); break; }

@@ -29,8 +29,8 @@ def sqe(op, flags=0, fd=0, ptr=0, length=0, off=0, opf=0, buf=0, target=0, link_
     return bytes([7 if link_prev else 0, op, flags, fd, ptr]) + struct.pack("<HHHBB", length, off, opf, buf, target)
 
 
-def submit():
-    return bytes([1])
+def submit(reap=True):
+    return bytes([1 if reap else 0x81])
 
 
 def wait(nr, units=1):          # units of 32 us
@@ -67,6 +67,12 @@ seeds = {
         sqe(READ, LINK, BADFD, 0, 10), sqe(NOP, LINK), sqe(NOP),
         sqe(READ, HARDLINK, BADFD, 0, 10), sqe(NOP),
         submit(), wait(3, 8), reap()),
+    # a poll holds a drained NOP, the NOP after it, a poll and a second drained NOP in the
+    # defer queue: the second drain may only start once the poll before it completed
+    "drain-queue": session(
+        3, 0,
+        sqe(POLL_ADD, 0, PR, 0, 0, 0, 1), sqe(NOP, DRAIN), sqe(NOP), sqe(POLL_ADD, 0, S0, 0, 0, 0, 1),
+        sqe(NOP, DRAIN), sqe(NOP), submit(), poke(4), wait(3, 60), reap(), poke(5), wait(3, 60), reap()),
     "rw-files": session(
         3, 0, data(0, b"hello, drop-in"),
         sqe(WRITE, 0, REG, 0, 4096, 0), sqe(READ, 0, REG, 0, 8192, 0, 0x400),
@@ -121,8 +127,8 @@ seeds = {
         sqe(POLL_ADD, 0, PR, 0, 0, 0, 1), submit(), register(9, 0x40, 8), wait(1, 10), reap()),
     "overflow": session(
         1, 1,
-        sqe(NOP), sqe(NOP), submit(), sqe(NOP), sqe(NOP), submit(), sqe(NOP, SKIP), sqe(NOP), submit(),
-        reap(1), sqe(NOP), sqe(NOP), submit(), reap(15, True), reap()),
+        sqe(NOP), sqe(NOP), submit(False), sqe(NOP), sqe(NOP), submit(False), sqe(NOP, SKIP), sqe(NOP),
+        submit(False), reap(1), sqe(NOP), sqe(NOP), submit(False), reap(15, True), reap()),
     "bad-pointers": session(
         3, 2,
         sqe(READ, 0, REG, INVALID_LOW, 10), sqe(READV, 0, REG, INVALID_KERNEL, 2),
