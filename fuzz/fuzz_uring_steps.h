@@ -820,6 +820,8 @@ static void fzu_consumed(struct fzu *z, int n)
 {
 	if (n <= 0)
 		return;
+	if (fzu_trace)
+		fprintf(stderr, "  submitted %d\n", n);
 	z->placed_done += (unsigned)n;
 	if (z->placed_done > z->nq)
 		z->placed_done = z->nq;
@@ -924,8 +926,9 @@ static void fzu_mark_chains(struct fzu *z)
 	unsigned cid = 0;
 	for (unsigned i = 0; i < z->placed_done; i++) {
 		unsigned st = i;
+		/* (flags 0xff fail preparation but link on, as on the kernel's ring) */
 		while (i < z->placed_done && (z->q[i].flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)) &&
-		       z->q[i].flags != 0xff && !z->q[i].batch_end)
+		       !z->q[i].batch_end)
 			i++;
 		if (i == st)
 			continue;
@@ -1204,6 +1207,9 @@ static int fuzz_uring_input(const uint8_t *data, size_t size)
 			     s->opcode == IORING_OP_SOCKET || s->opcode == IORING_OP_ACCEPT) && !s->file_index)
 				s->flags &= (uint8_t)~IOSQE_CQE_SKIP_SUCCESS;
 			s->user_data = i + 1;
+			if (fzu_trace)
+				fprintf(stderr, "  sqe %x op %u flags %#x fd %d addr %#llx len %u off %llu\n", i + 1, s->opcode,
+					s->flags, s->fd, (unsigned long long)s->addr, s->len, (unsigned long long)s->off);
 			z->q[i].op = s->opcode;
 			z->q[i].fd = s->fd;
 			z->q[i].direct = s->file_index != 0;
