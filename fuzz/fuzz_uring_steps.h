@@ -80,6 +80,7 @@
 #define FZU_TAG_BASE (1ull << 62)        /* user_data of tag CQEs: FZU_TAG_BASE + n */
 #define FZU_MSG_BASE (1ull << 61)        /* user_data of MSG_RING CQEs: FZU_MSG_BASE + sqe index */
 #define FZU_MAXFD 4096
+#define FZU_NSTRAD 64                    /* SQE i straddles the edge of pair i % 64 (> any SQ batch) */
 
 static char fzu_why[256];              /* what the last failing input broke */
 static int fzu_trace;                  /* CQEs on stderr (the replay test sets it) */
@@ -99,7 +100,8 @@ struct fzu_sqe {
 struct fzu {
 	struct io_uring ring;
 	int ring_ok;
-	char *mem, *data, *slots, *guard1, *guard2; /* [guard0][data][guard1][slots][guard2] */
+	char *mem, *data, *slots, *guard1, *guard2; /* [guard0][data][guard1][slots][guard2][straddle pairs] */
+	char *strad;                         /* FZU_NSTRAD x [a page][a PROT_NONE page]: objects across the edge */
 	size_t mem_sz;
 	int dirfd, reg, odirect, pr, pw, s0, s1, efd, epfd;
 	int hpr, hpw;                        /* the harness's own O_NONBLOCK opens of the pipe */
@@ -251,6 +253,12 @@ static uint64_t fzu_data(struct fzu *z, unsigned sel, unsigned off, uint32_t *le
 	}
 }
 
+/* Where SQE i's straddling objects end: the start of a PROT_NONE page. */
+static char *fzu_edge(struct fzu *z, unsigned i)
+{
+	return z->strad + (2 * (size_t)(i % FZU_NSTRAD) + 1) * FZU_PAGE;
+}
+
 /* The object slot of SQE i, or an invalid address (then *obj is scratch). */
 static char fzu_scratch[FZU_SLOT];
 static uint64_t fzu_obj(struct fzu *z, unsigned i, unsigned sel, size_t size, char **obj)
@@ -260,8 +268,8 @@ static uint64_t fzu_obj(struct fzu *z, unsigned i, unsigned sel, size_t size, ch
 	switch (sel % 8) {
 	case 1: case 2: case 3:
 		return fzu_invalid(z, sel);
-	case 4: {                            /* half of it in the guard page after the slots */
-		char *p = z->guard2 - size / 2;
+	case 4: {                            /* half of it in a PROT_NONE page: an edge of its own */
+		char *p = fzu_edge(z, i) - size / 2;
 		if (size < 2)
 			return fzu_invalid(z, 3);
 		*obj = fzu_scratch;
@@ -277,10 +285,11 @@ static uint64_t fzu_obj(struct fzu *z, unsigned i, unsigned sel, size_t size, ch
 static void fzu_obj_done(struct fzu *z, uint64_t addr, const char *obj, size_t size)
 {
 	char *p = (char *)(uintptr_t)addr;
-	if (obj != fzu_scratch || addr < (uint64_t)(uintptr_t)z->slots ||
-	    addr >= (uint64_t)(uintptr_t)z->guard2)
+	if (obj != fzu_scratch || addr < (uint64_t)(uintptr_t)z->strad ||
+	    addr >= (uint64_t)(uintptr_t)(z->strad + 2 * FZU_NSTRAD * FZU_PAGE))
 		return;
-	memcpy(p, obj, (size_t)(z->guard2 - p) < size ? (size_t)(z->guard2 - p) : size);
+	char *edge = (char *)(uintptr_t)((addr / FZU_PAGE + 1) * FZU_PAGE);
+	memcpy(p, obj, (size_t)(edge - p) < size ? (size_t)(edge - p) : size);
 }
 
 /* A fixed relative name (absolute: under the private directory) in slot part
@@ -293,8 +302,8 @@ static uint64_t fzu_path(struct fzu *z, unsigned i, unsigned sel, unsigned which
 		return fzu_invalid(z, sel);
 	case 4: {                            /* no terminator before the guard page */
 		size_t l = strlen(n);
-		memcpy(z->guard2 - l, n, l);
-		return (uint64_t)(uintptr_t)(z->guard2 - l);
+		memcpy(fzu_edge(z, i) - l, n, l);
+		return (uint64_t)(uintptr_t)(fzu_edge(z, i) - l);
 	}
 	default: {
 		char *o = z->slots + (size_t)i * FZU_SLOT + which * 128;
@@ -1098,7 +1107,7 @@ static struct fzu fzu_state;
 static int fzu_setup(struct fzu *z)
 {
 	if (!z->mem) {
-		z->mem_sz = FZU_PAGE + FZU_DATA + FZU_PAGE + FZU_SLOTS + FZU_PAGE;
+		z->mem_sz = FZU_PAGE + FZU_DATA + FZU_PAGE + FZU_SLOTS + FZU_PAGE + 2 * FZU_NSTRAD * FZU_PAGE;
 		z->mem = mmap(NULL, z->mem_sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (z->mem == MAP_FAILED)
 			return -1;
@@ -1106,9 +1115,13 @@ static int fzu_setup(struct fzu *z)
 		z->guard1 = z->data + FZU_DATA;
 		z->slots = z->guard1 + FZU_PAGE;
 		z->guard2 = z->slots + FZU_SLOTS;
+		z->strad = z->guard2 + FZU_PAGE;
 		if (mprotect(z->mem, FZU_PAGE, PROT_NONE) || mprotect(z->guard1, FZU_PAGE, PROT_NONE) ||
 		    mprotect(z->guard2, FZU_PAGE, PROT_NONE))
 			return -1;
+		for (unsigned k = 0; k < FZU_NSTRAD; k++)
+			if (mprotect(fzu_edge(z, k), FZU_PAGE, PROT_NONE))
+				return -1;
 		signal(SIGPIPE, SIG_IGN);       /* sends on a shut socket answer EPIPE */
 		setenv("URING_EMULATE", "1", 1);
 	}
@@ -1133,10 +1146,10 @@ static int fuzz_uring_input(const uint8_t *data, size_t size)
 	}
 	if (fzu_base_threads < 0)
 		fzu_base_threads = fzu_count("threads");
-	char *keep = z->mem, *d = z->data, *g1 = z->guard1, *sl = z->slots, *g2 = z->guard2;
+	char *keep = z->mem, *d = z->data, *g1 = z->guard1, *sl = z->slots, *g2 = z->guard2, *st = z->strad;
 	size_t msz = z->mem_sz;
 	memset(z, 0, sizeof *z);
-	z->mem = keep, z->data = d, z->guard1 = g1, z->slots = sl, z->guard2 = g2, z->mem_sz = msz;
+	z->mem = keep, z->data = d, z->guard1 = g1, z->slots = sl, z->guard2 = g2, z->strad = st, z->mem_sz = msz;
 	memset(z->data, 'd', FZU_DATA);
 	z->reg = z->odirect = z->pr = z->pw = z->s0 = z->s1 = z->efd = z->epfd = z->dirfd = z->last_open = -1;
 	z->hpr = z->hpw = -1;
