@@ -1485,8 +1485,9 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 			return -ENXIO;
 		return emu_update_files(q->r, (unsigned)s->off, (int *)(uintptr_t)s->addr, NULL, s->len);
 	case IORING_OP_STATX:
-		return ret_errno(statx(s->fd, q->p1, (int)s->statx_flags, s->len,
-				       (struct statx *)(uintptr_t)s->addr2));
+		/* the system call: libc declares the buffer non-null, the application may pass NULL */
+		return ret_errno(syscall(SYS_statx, s->fd, q->p1, (int)s->statx_flags, s->len,
+					 (struct statx *)(uintptr_t)s->addr2));
 	case IORING_OP_EPOLL_CTL: {
 		struct epoll_event ev;
 		if ((e = req_file(q)))
