@@ -1758,6 +1758,7 @@ void exec_run(struct ureq *q, int ctx)
 
 void exec_issue_list(struct ureq *list, int ctx)
 {
+	struct emu_ring *r = list ? list->r : NULL;
 	while (list) {
 		struct ureq *q = list;
 		list = q->qnext;
@@ -1770,6 +1771,11 @@ void exec_issue_list(struct ureq *list, int ctx)
 			list = m;
 		}
 	}
+	/* Inline O_DIRECT I/O is batched into one io_submit (kaio_submit): a batch issued
+	 * outside a submission (a sync cancel, a waiter reaping AIO, a flush) goes now,
+	 * or it would wait for the next submission */
+	if (r && ctx == CTX_INLINE)
+		kaio_flush(r);
 }
 
 /* A finished chain (head h) goes to run or waits behind a drain. Ring lock held. */
