@@ -1201,8 +1201,13 @@ static int fuzz_uring_input(const uint8_t *data, size_t size)
 			if (z->nq >= FZU_MAX_SQE)
 				break;
 			struct io_uring_sqe *s = io_uring_get_sqe(&z->ring);
-			if (!s) {
+			if (!s) {                /* SQ full: submit, then place it */
 				bad = fzu_submit(z, 0, 0, 0, 1);
+				s = bad ? NULL : io_uring_get_sqe(&z->ring);
+			}
+			if (!s) {
+				struct io_uring_sqe junk;
+				fzu_fill(z, &junk, z->nq, &in);   /* its bytes are read all the same */
 				break;
 			}
 			unsigned i = z->nq;

@@ -131,6 +131,8 @@ seeds = {
         submit(False), reap(1), sqe(NOP), sqe(NOP), submit(False), reap(15, True), reap()),
     "bad-pointers": session(
         3, 2,
+        sqe(SEND, 0, S0, 0, 8), submit(), sqe(RECV, 0, S1, INVALID_NULL, 8), sqe(SEND, 0, S0, INVALID_NULL, 8),
+        submit(), wait(2, 30), reap(),
         sqe(READ, 0, REG, INVALID_LOW, 10), sqe(READV, 0, REG, INVALID_KERNEL, 2),
         sqe(READV, 0, REG, STRADDLE_OBJ, 4), sqe(WRITE, 0, REG, STRADDLE_DATA, 100),
         sqe(TIMEOUT, 0, 0, INVALID_GUARD, 1), sqe(OPENAT, 0, DIR, INVALID_LOW),
