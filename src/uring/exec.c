@@ -1255,6 +1255,9 @@ static int32_t op_poll_remove(struct ureq *q, struct ureq **run)
 	return res;
 }
 
+static void cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res, int quiet);
+static void release_deferred_locked(struct emu_ring *r, struct ureq **run);
+
 /* Cancel q (found by a cancel or a firing LINK_TIMEOUT). Ring lock held.
  * 0: cancelled (its CQE posted), -EALREADY: running, -ENOENT: not cancellable. */
 int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct ureq **run)
@@ -1287,7 +1290,17 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 		}
 		q->qnext = NULL;
 		r->inflight += q->chain_n;    /* completion counts them out again */
-		break;
+		/* Its chain never started: all of it is cancelled, hard links too (what is
+		 * linked after it must not start ahead of the drain it waited behind). */
+		for (struct ureq *m = q; m;) {
+			struct ureq *n = m->link;
+			m->link = NULL;
+			cancel_one_locked(r, m, m == q ? res : m->prep_err ? m->prep_err : -ECANCELED, 0);
+			m = n;
+		}
+		if (r->inflight == 0 && r->defer_head)
+			release_deferred_locked(r, run);
+		return 0;
 	}
 	case RS_POLL:
 		reactor_kick(r);
