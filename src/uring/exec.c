@@ -773,7 +773,7 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		if (!v)
 			return (int32_t)q->done;
 		memcpy(v, q->iov + k, (size_t)left * sizeof(*v));
-		v[0].iov_base = (char *)v[0].iov_base + skip;
+		v[0].iov_base = (void *)((uintptr_t)v[0].iov_base + skip);   /* the base may be NULL */
 		v[0].iov_len -= skip;
 		if (q->iov != q->iov_in)
 			free(q->iov);
@@ -896,7 +896,7 @@ int exec_advance_iov(struct ureq *q, uint64_t n)
 		return 0;
 	memmove(q->iov, q->iov + k, (size_t)(q->niov - k) * sizeof(*q->iov));
 	q->niov -= k;
-	q->iov[0].iov_base = (char *)q->iov[0].iov_base + n;
+	q->iov[0].iov_base = (void *)((uintptr_t)q->iov[0].iov_base + n);   /* the base may be NULL */
 	q->iov[0].iov_len -= n;
 	return 1;
 }
