@@ -5,8 +5,8 @@
 #   make                 build everything (warnings are errors, gcc or clang)
 #   make test            build and run the test suite
 #   make O=build-san SANITIZE=1 test   the same under ASan + UBSan, in build-san/
-#   make fuzz            libFuzzer passes over mount + fsck and over the server's SQE
-#                        path (clang, FUZZ_TIME seconds each)
+#   make fuzz            libFuzzer passes over mount + fsck, over the server's SQE
+#                        path and over the drop-in's emulated ring (clang, FUZZ_TIME seconds each)
 #   make mutate          plant each mutant of tests/mutants/ in a scratch copy: each must be killed
 #   make install PREFIX=/usr/local DESTDIR=   (programs, library, headers, man pages)
 #   make deb             Debian packages in $(O)/deb/ (dpkg-buildpackage; debian/)
@@ -190,12 +190,15 @@ run: deps
 	$(MAKE) all
 	O=$(O) sh scripts/demo.sh
 
-fuzz: $(O)/fuzz_sfs $(O)/fuzz_server
+fuzz: $(O)/fuzz_sfs $(O)/fuzz_server $(O)/fuzz_uring
 	mkdir -p $(O)/fuzz-corpus && cp -n fuzz/corpus/* $(O)/fuzz-corpus/ 2>/dev/null || true
 	$(O)/fuzz_sfs -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 $(O)/fuzz-corpus fuzz/corpus
 	mkdir -p $(O)/fuzz-corpus-server
 	$(O)/fuzz_server -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \
 	  $(O)/fuzz-corpus-server fuzz/corpus_server
+	mkdir -p $(O)/fuzz-corpus-uring
+	$(O)/fuzz_uring -max_total_time=$(FUZZ_TIME) -timeout=20 -rss_limit_mb=2048 \
+	  $(O)/fuzz-corpus-uring fuzz/corpus-uring
 
 $(O)/fuzz_sfs: fuzz/fuzz_sfs.c fuzz/fuzz_steps.h $(SFS_SRC) $(wildcard src/sfs/*.h) include/sfs.h
 	@mkdir -p $(dir $@)
@@ -209,6 +212,13 @@ $(O)/fuzz_server: fuzz/fuzz_server.c fuzz/fuzz_server_steps.h tests/test_ur_inpr
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ fuzz/fuzz_server.c $(SFS_SRC) $(FUZZ_SERVER_SRC) -pthread -lrt
+
+# The drop-in's emulated ring in-process (fuzz/fuzz_uring_steps.h): its sources
+# compiled in, URING_EMULATE=1 set by the steps.
+$(O)/fuzz_uring: fuzz/fuzz_uring.c fuzz/fuzz_uring_steps.h $(URING_SRC) src/uring/uring_int.h src/common/kaio.h
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -o $@ fuzz/fuzz_uring.c $(URING_SRC) -pthread -lrt
 
 # Installed names fit a shared /usr/bin: bench becomes urfs-bench, test_ur_write_v2
 # (an example) stays in the tree, simplefs_server goes to LIBEXECDIR (the library
@@ -240,6 +250,6 @@ deb: deb-deps
 
 clean:
 	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(SQLITE_EXT) $(URING_DIR) $(O)/fuzz_sfs $(O)/fuzz-corpus \
-	  $(O)/fuzz_server $(O)/fuzz-corpus-server $(O)/deb
+	  $(O)/fuzz_server $(O)/fuzz-corpus-server $(O)/fuzz_uring $(O)/fuzz-corpus-uring $(O)/deb
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -11,50 +11,25 @@
  * It must never pass on an empty or missing corpus.
  */
 #include "../fuzz/fuzz_server_steps.h"
+#include "fuzz_replay.h"
 
-#include <dirent.h>
-#include <stdlib.h>
-
-static uint8_t data[1u << 20];
+static void one(const char *name, const uint8_t *data, size_t len)
+{
+	if (fuzz_server_input(data, len))
+		FAIL("%s: the unmount failed or the image is not fsck-clean", name);
+	printf("%-24s %7zu bytes: %llu SQEs served, %u CQEs with res >= 0\n", name, len,
+	       (unsigned long long)fzs_last_sqes, fzs_last_ok);
+	if (!strcmp(name, "open-write-read") && (fzs_last_sqes != 9 || fzs_last_ok != 9))
+		FAIL("%s: %llu SQEs served, %u succeeded; expected 9 and 9", name,
+		     (unsigned long long)fzs_last_sqes, fzs_last_ok);
+}
 
 int main(void)
 {
-	const char *src = getenv("UR_SRCDIR");
-	char dir[4096], path[8192];
-	struct dirent *de;
-	unsigned n = 0;
-	DIR *d;
-
 	fzs_trace = getenv("FZS_TRACE") != NULL;
-	if (!src) {
-		printf("UR_SRCDIR is not set (run through tests/run.sh)\n");
-		return 77;
-	}
-	snprintf(dir, sizeof dir, "%s/fuzz/corpus_server", src);
-	d = opendir(dir);
-	if (!d)
-		FAIL("%s: %s", dir, strerror(errno));
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-		FILE *f = fopen(path, "rb");
-		if (!f)
-			FAIL("%s: %s", path, strerror(errno));
-		size_t len = fread(data, 1, sizeof data, f);
-		fclose(f);
-		if (fuzz_server_input(data, len))
-			FAIL("%s: the unmount failed or the image is not fsck-clean", de->d_name);
-		printf("%-24s %7zu bytes: %llu SQEs served, %u CQEs with res >= 0\n", de->d_name, len,
-		       (unsigned long long)fzs_last_sqes, fzs_last_ok);
-		if (!strcmp(de->d_name, "open-write-read") && (fzs_last_sqes != 9 || fzs_last_ok != 9))
-			FAIL("%s: %llu SQEs served, %u succeeded; expected 9 and 9", de->d_name,
-			     (unsigned long long)fzs_last_sqes, fzs_last_ok);
-		n++;
-	}
-	closedir(d);
+	unsigned n = fuzz_replay("corpus_server", one);
 	if (n < 3)
-		FAIL("%s: %u seeds, expected the kept corpus", dir, n);
+		FAIL("fuzz/corpus_server: %u seeds, expected the kept corpus", n);
 	printf("ok\n");
 	return 0;
 }

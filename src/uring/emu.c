@@ -1038,7 +1038,7 @@ static int reg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
 		return -EINVAL;
 	char c;
 	if (ucopy(&c, (void *)(uintptr_t)reg.ring_addr, 1) < 0 ||
-	    ucopy(&c, (char *)(uintptr_t)reg.ring_addr + reg.ring_entries * sizeof(struct io_uring_buf) - 1, 1) < 0)
+	    ucopy(&c, (void *)(uintptr_t)(reg.ring_addr + reg.ring_entries * sizeof(struct io_uring_buf) - 1), 1) < 0)
 		return -EFAULT;
 	pthread_mutex_lock(&r->lock);
 	int e = 0;

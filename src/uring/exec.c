@@ -777,7 +777,7 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		if (!v)
 			return (int32_t)q->done;
 		memcpy(v, q->iov + k, (size_t)left * sizeof(*v));
-		v[0].iov_base = (char *)v[0].iov_base + skip;
+		v[0].iov_base = (void *)((uintptr_t)v[0].iov_base + skip);   /* the base may be NULL */
 		v[0].iov_len -= skip;
 		if (q->iov != q->iov_in)
 			free(q->iov);
@@ -850,7 +850,8 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 				return -EFAULT;
 		}
 	} else {
-		void *buf = q->has_buf ? (void *)(uintptr_t)q->baddr : (char *)(uintptr_t)s->addr + q->done;
+		/* integer sums: the application's address may be NULL (no pointer arithmetic on it) */
+		void *buf = (void *)(uintptr_t)(q->has_buf ? q->baddr : s->addr + q->done);
 		size_t len = q->has_buf ? q->blen : s->len - q->done;
 		n = is_send ? send(q->fd, buf, len, mf) : recv(q->fd, buf, len, mf);
 	}
@@ -899,7 +900,7 @@ int exec_advance_iov(struct ureq *q, uint64_t n)
 		return 0;
 	memmove(q->iov, q->iov + k, (size_t)(q->niov - k) * sizeof(*q->iov));
 	q->niov -= k;
-	q->iov[0].iov_base = (char *)q->iov[0].iov_base + n;
+	q->iov[0].iov_base = (void *)((uintptr_t)q->iov[0].iov_base + n);   /* the base may be NULL */
 	q->iov[0].iov_len -= n;
 	return 1;
 }
@@ -984,7 +985,10 @@ static int32_t op_accept(struct ureq *q, int ctx)
 	int flags = (int)s->accept_flags;
 	if (s->file_index)
 		flags |= SOCK_CLOEXEC;
-	int fd = accept4(q->fd, (struct sockaddr *)(uintptr_t)s->addr, (socklen_t *)(uintptr_t)s->addr2, flags);
+	/* the system call itself: libc's accept4 may be wrapped (ASan's reads *addrlen
+	 * first), and the application's addrlen pointer must give -EFAULT, not a crash */
+	int fd = (int)syscall(SYS_accept4, q->fd, (struct sockaddr *)(uintptr_t)s->addr,
+			      (socklen_t *)(uintptr_t)s->addr2, flags);
 	if (fd < 0) {
 		if (errno == EAGAIN && ctx != CTX_WORKER)
 			return exec_wait_ready(q, POLLIN);   /* O_NONBLOCK too: the kernel polls */
@@ -1044,7 +1048,7 @@ static int32_t op_open(struct ureq *q, int ctx)
 			return -EFAULT;
 		for (size_t i = sizeof(how); i < s->len; i++) {
 			char c;
-			if (ucopy(&c, (char *)(uintptr_t)s->addr2 + i, 1) < 0)
+			if (ucopy(&c, (void *)(uintptr_t)(s->addr2 + i), 1) < 0)
 				return -EFAULT;
 			if (c)
 				return -E2BIG;
@@ -1255,6 +1259,9 @@ static int32_t op_poll_remove(struct ureq *q, struct ureq **run)
 	return res;
 }
 
+static void cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res, int quiet);
+static void release_deferred_locked(struct emu_ring *r, struct ureq **run);
+
 /* Cancel q (found by a cancel or a firing LINK_TIMEOUT). Ring lock held.
  * 0: cancelled (its CQE posted), -EALREADY: running, -ENOENT: not cancellable. */
 int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct ureq **run)
@@ -1287,7 +1294,17 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 		}
 		q->qnext = NULL;
 		r->inflight += q->chain_n;    /* completion counts them out again */
-		break;
+		/* Its chain never started: all of it is cancelled, hard links too (what is
+		 * linked after it must not start ahead of the drain it waited behind). */
+		for (struct ureq *m = q; m;) {
+			struct ureq *n = m->link;
+			m->link = NULL;
+			cancel_one_locked(r, m, m == q ? res : m->prep_err ? m->prep_err : -ECANCELED, 0);
+			m = n;
+		}
+		if (r->inflight == 0 && r->defer_head)
+			release_deferred_locked(r, run);
+		return 0;
 	}
 	case RS_POLL:
 		reactor_kick(r);
@@ -1485,8 +1502,9 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 			return -ENXIO;
 		return emu_update_files(q->r, (unsigned)s->off, (int *)(uintptr_t)s->addr, NULL, s->len);
 	case IORING_OP_STATX:
-		return ret_errno(statx(s->fd, q->p1, (int)s->statx_flags, s->len,
-				       (struct statx *)(uintptr_t)s->addr2));
+		/* the system call: libc declares the buffer non-null, the application may pass NULL */
+		return ret_errno(syscall(SYS_statx, s->fd, q->p1, (int)s->statx_flags, s->len,
+					 (struct statx *)(uintptr_t)s->addr2));
 	case IORING_OP_EPOLL_CTL: {
 		struct epoll_event ev;
 		if ((e = req_file(q)))
@@ -1759,6 +1777,7 @@ void exec_run(struct ureq *q, int ctx)
 
 void exec_issue_list(struct ureq *list, int ctx)
 {
+	struct emu_ring *r = list ? list->r : NULL;
 	while (list) {
 		struct ureq *q = list;
 		list = q->qnext;
@@ -1771,11 +1790,26 @@ void exec_issue_list(struct ureq *list, int ctx)
 			list = m;
 		}
 	}
+	/* Inline O_DIRECT I/O is batched into one io_submit (kaio_submit): a batch issued
+	 * outside a submission (a sync cancel, a waiter reaping AIO, a flush) goes now,
+	 * or it would wait for the next submission */
+	if (r && ctx == CTX_INLINE)
+		kaio_flush(r);
 }
 
 /* A finished chain (head h) goes to run or waits behind a drain. Ring lock held. */
 static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq ***tailp)
 {
+	/* IOSQE_IO_DRAIN also holds back what comes after: the next chain waits for
+	 * everything before it, the drained one included, even when that one did not
+	 * have to wait itself (as the kernel's drain_next) */
+	int drain = h->sqe.flags & IOSQE_IO_DRAIN;
+	if (r->drain_next) {
+		h->sqe.flags |= IOSQE_IO_DRAIN;
+		r->drain_next = 0;
+	}
+	if (drain)
+		r->drain_next = 1;
 	if (r->defer_head || ((h->sqe.flags & IOSQE_IO_DRAIN) && r->inflight)) {
 		h->state = RS_DEFER;
 		rq_push(&r->defer_head, &r->defer_tail, h);

@@ -171,6 +171,7 @@ struct emu_ring {
 	struct ureq *freelist;
 	unsigned inflight;             /* issued, not completed (for DRAIN) */
 	struct ureq *defer_head, *defer_tail;
+	int drain_next;                /* the chain after an IO_DRAIN one is drained too (as the kernel) */
 	unsigned ncount;               /* TIMEOUTs waiting for a completion count */
 	int evfd, evfd_async;          /* registered eventfd */
 	/* registered resources */
