@@ -758,8 +758,11 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		/* The kernel has just read all niov entries of this array without a
 		 * fault (n > 0), so their lengths are readable here; it is copied
 		 * with ucopy() only when the transfer is short and goes on. */
-		for (int i = 0; i < niov; i++)
-			want += iov[i].iov_len;
+		for (int i = 0; i < niov; i++) {   /* the program's array may be misaligned */
+			struct iovec v;
+			memcpy(&v, (const char *)iov + (size_t)i * sizeof(v), sizeof(v));
+			want += v.iov_len;
+		}
 		if ((uint64_t)n < want && (e = stabilize_iov(q)) < 0)
 			return e;
 		want = 0;
