@@ -3,7 +3,7 @@
  *
  * The public interface of libur_fs.so. Two layers:
  *   - the ring API, shaped like liburing with the prefix urfs_ for io_uring_
- *     (docs/API.md has the mapping table): queue init/exit, get_sqe, prep
+ *     (urfs(7) lists it, each function has its man page): queue init/exit, get_sqe, prep
  *     helpers, submit, wait/peek CQEs, registered buffers;
  *   - the simple API of the original design on one default ring: ur_init,
  *     ur_open, ur_read, ur_write, ur_submit, ur_wait, ur_peek_cqe, ur_close,
