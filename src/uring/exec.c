@@ -938,17 +938,22 @@ static int stabilize_msg(struct ureq *q)
 	return 0;
 }
 
-static int install_direct(struct ureq *q, int fd)
+/* Put fd (owned: closed on failure) in r's registered table at file_index idx
+ * (1-based, or IORING_FILE_INDEX_ALLOC: the lowest free slot of the allocation
+ * range). 0 or the allocated slot; -ENXIO no table, -EINVAL bad index, -ENFILE full. */
+static int install_file(struct emu_ring *r, unsigned idx, int fd, const struct fent *kind)
 {
-	/* OPENAT/ACCEPT/SOCKET with file_index: the new file goes to the registered table. */
-	struct emu_ring *r = q->r;
-	unsigned idx = q->sqe.file_index;
 	int alloc = idx == IORING_FILE_INDEX_ALLOC;
 	struct fent fe;
-	fill_fent(fd, &fe);
+	if (kind) {
+		fe = *kind;
+		fe.fd = fd;
+	} else {
+		fill_fent(fd, &fe);
+	}
 	int res;
 	pthread_mutex_lock(&r->lock);
-	if (!r->files) {
+	if (!r->files || r->dying) {
 		res = -ENXIO;
 	} else if (alloc) {
 		res = -ENFILE;
@@ -973,6 +978,12 @@ static int install_direct(struct ureq *q, int fd)
 	if (res < 0)
 		close(fd);
 	return res;
+}
+
+/* OPENAT/ACCEPT/SOCKET with file_index: the new file goes to the registered table. */
+static int install_direct(struct ureq *q, int fd)
+{
+	return install_file(q->r, q->sqe.file_index, fd, NULL);
 }
 
 static int32_t op_accept(struct ureq *q, int ctx)
@@ -1141,12 +1152,48 @@ static int32_t op_splice(struct ureq *q)
 	return ret_errno(splice(in.fd, oin == -1 ? NULL : &oin, q->fd, oout == -1 ? NULL : &oout, s->len, sf));
 }
 
+/* IORING_MSG_SEND_FD: the registered file at index addr3 of q's ring goes to
+ * the target ring's table at file_index (as a dup of our dup: the two tables
+ * close theirs independently), then the target gets a CQE {off, the install's
+ * result: 0 or the allocated slot} unless IORING_MSG_RING_CQE_SKIP. len must be
+ * 0 (as the kernel). Never holds two ring locks at once. */
+static int32_t msg_send_fd(struct ureq *q, struct emu_ring *t)
+{
+	struct emu_ring *r = q->r;
+	struct io_uring_sqe *s = &q->sqe;
+	if (s->len || t == r)
+		return -EINVAL;
+	if (t->disabled)
+		return -EBADFD;
+	struct fent src = { .fd = -1 };
+	int fd = -EBADF;
+	pthread_mutex_lock(&r->lock);
+	if (s->addr3 < r->nfiles && r->files[s->addr3].fd >= 0) {
+		src = r->files[s->addr3];
+		fd = emu_fd_high(fcntl(src.fd, F_DUPFD_CLOEXEC, 0));
+		if (fd < 0)
+			fd = -errno;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (fd < 0)
+		return fd;
+	int res = install_file(t, s->file_index, fd, &src);
+	if (res < 0 || (s->msg_ring_flags & IORING_MSG_RING_CQE_SKIP))
+		return res;
+	pthread_mutex_lock(&t->lock);
+	emu_post(t, s->off, res, 0, 1);
+	pthread_mutex_unlock(&t->lock);
+	return res;
+}
+
 static int32_t op_msg_ring(struct ureq *q)
 {
 	struct io_uring_sqe *s = &q->sqe;
-	if (s->addr != IORING_MSG_DATA)
-		return -EINVAL;                   /* IORING_MSG_SEND_FD: not emulated */
-	if (s->msg_ring_flags)
+	if (s->addr != IORING_MSG_DATA && s->addr != IORING_MSG_SEND_FD)
+		return -EINVAL;
+	if (s->buf_index || (s->msg_ring_flags & ~IORING_MSG_RING_CQE_SKIP))
+		return -EINVAL;
+	if (s->addr == IORING_MSG_DATA && (s->msg_ring_flags || s->addr3 || s->file_index))
 		return -EINVAL;
 	int e = req_file(q);
 	if (e)
@@ -1154,6 +1201,8 @@ static int32_t op_msg_ring(struct ureq *q)
 	struct emu_ring *t = emu_find_checked(q->fd);
 	if (!t)
 		return -EBADFD;
+	if (s->addr == IORING_MSG_SEND_FD)
+		return msg_send_fd(q, t);
 	pthread_mutex_lock(&t->lock);
 	if (t->dying)
 		e = -EBADFD;
