@@ -111,9 +111,50 @@ static struct ureq *req_get_locked(struct emu_ring *r)
 	return q;
 }
 
+/* ---- the user_data hash: requests found by user_data without a walk of all ---- */
+
+static struct ureq **ud_chain(struct emu_ring *r, uint64_t ud)
+{
+	return &r->udh[(ud * 0x9e3779b97f4a7c15ull) >> (64 - r->udh_bits)];
+}
+
+static void ud_hash_add(struct ureq *q)
+{
+	struct ureq **h = ud_chain(q->r, q->sqe.user_data);
+	q->hprev = NULL;
+	q->hnext = *h;
+	if (*h)
+		(*h)->hprev = q;
+	*h = q;
+	q->hashed = 1;
+}
+
+static void ud_hash_del(struct ureq *q)
+{
+	if (!q->hashed)
+		return;
+	if (q->hprev)
+		q->hprev->hnext = q->hnext;
+	else
+		*ud_chain(q->r, q->sqe.user_data) = q->hnext;
+	if (q->hnext)
+		q->hnext->hprev = q->hprev;
+	q->hnext = q->hprev = NULL;
+	q->hashed = 0;
+}
+
+/* q's user_data becomes ud (a poll update). Ring lock held. */
+static void ud_rehash(struct ureq *q, uint64_t ud)
+{
+	ud_hash_del(q);
+	q->sqe.user_data = ud;
+	ud_hash_add(q);
+}
+
 void exec_live_del(struct ureq *q)
 {
 	struct emu_ring *r = q->r;
+	ud_hash_del(q);
 	if (q->prev)
 		q->prev->next = q->next;
 	else if (r->live == q)
@@ -125,6 +166,8 @@ void exec_live_del(struct ureq *q)
 
 void exec_put_locked(struct emu_ring *r, struct ureq *q)
 {
+	if (q->mshot)
+		reactor_mshot_disarm_locked(q);
 	exec_live_del(q);
 	if (q->iov && q->iov != q->iov_in)
 		free(q->iov);
@@ -352,8 +395,10 @@ static int prep(struct emu_ring *r, struct ureq *q)
 			return -EINVAL;                /* multishot receive: not emulated */
 		return 0;
 	case IORING_OP_POLL_ADD:
-		if (s->len)
-			return -EINVAL;                /* IORING_POLL_ADD_MULTI: not emulated */
+		if (s->len & ~IORING_POLL_ADD_MULTI)
+			return -EINVAL;                /* IORING_POLL_ADD_LEVEL: not emulated */
+		if ((s->len & IORING_POLL_ADD_MULTI) && (s->flags & IOSQE_CQE_SKIP_SUCCESS))
+			return -EINVAL;
 		return 0;
 	case IORING_OP_FSYNC:
 		if (s->fsync_flags & ~IORING_FSYNC_DATASYNC)
@@ -1235,7 +1280,7 @@ static int32_t op_timeout(struct ureq *q)
 
 static struct ureq *find_locked(struct emu_ring *r, struct ureq *self, uint64_t ud, unsigned op, int state)
 {
-	for (struct ureq *x = r->live; x; x = x->next)
+	for (struct ureq *x = *ud_chain(r, ud); x; x = x->hnext)
 		if (x != self && x->sqe.user_data == ud && x->sqe.opcode == op && x->state == state)
 			return x;
 	return NULL;
@@ -1270,17 +1315,39 @@ static int32_t op_timeout_remove(struct ureq *q, struct ureq **run)
 	return res;
 }
 
+static int32_t poll_now(int fd, short ev)
+{
+	struct pollfd p = { fd, ev, 0 };
+	int n = poll(&p, 1, 0);
+	if (n < 0)
+		return -errno;
+	return p.revents & (ev | POLLERR | POLLHUP | POLLNVAL);
+}
+
 static int32_t op_poll_add(struct ureq *q, int ctx)
 {
+	struct emu_ring *r = q->r;
 	int e = req_file(q);
 	if (e)
 		return e;
 	short ev = (short)(q->sqe.poll32_events & 0xffff);
+	if (q->sqe.len & IORING_POLL_ADD_MULTI) {
+		/* one CQE (IORING_CQE_F_MORE) per wake-up until cancelled; what is
+		 * pending now is posted before the submit returns, as the kernel
+		 * (one harvest for the whole submission: exec_submit) */
+		pthread_mutex_lock(&r->lock);
+		q->pevents = ev;
+		e = reactor_mshot_arm_locked(q);
+		r->ms_harvest = 1;
+		pthread_mutex_unlock(&r->lock);
+		if (e == -EPERM)
+			return poll_now(q->fd, ev);   /* a regular file: ready, and never woken */
+		return e ? e : Q_QUEUED;
+	}
 	if (ctx == CTX_INLINE) {
-		struct pollfd p = { q->fd, ev, 0 };
-		int n = poll(&p, 1, 0);
-		if (n > 0)
-			return p.revents & (ev | POLLERR | POLLHUP | POLLNVAL);
+		int32_t m = poll_now(q->fd, ev);
+		if (m)
+			return m;
 	}
 	return exec_wait_ready(q, ev);
 }
@@ -1290,20 +1357,29 @@ static int32_t op_poll_remove(struct ureq *q, struct ureq **run)
 	struct emu_ring *r = q->r;
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned fl = s->len;
-	if (fl & ~(IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA))
+	if (fl & ~(IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA | IORING_POLL_ADD_MULTI))
 		return -EINVAL;
+	if (fl == IORING_POLL_ADD_MULTI)
+		return -EINVAL;                   /* meaningless without an update */
 	int32_t res = 0;
 	pthread_mutex_lock(&r->lock);
 	struct ureq *t = find_locked(r, q, s->addr, IORING_OP_POLL_ADD, RS_POLL);
 	if (!t) {
 		res = -ENOENT;
-	} else if (fl) {
+	} else if (fl & (IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA)) {
+		/* the events and user_data change; one-shot or multishot stays as armed */
 		if (fl & IORING_POLL_UPDATE_EVENTS)
 			t->pevents = (short)(s->poll32_events & 0xffff);
 		if (fl & IORING_POLL_UPDATE_USER_DATA)
-			t->sqe.user_data = s->off;
-		t->pgen = ++r->pgen;
-		reactor_kick(r);
+			ud_rehash(t, s->off);
+		if (t->mshot) {
+			if (reactor_mshot_rearm_locked(t) < 0)
+				exec_complete_locked(t, -ECANCELED, run);   /* as the kernel's failed re-arm */
+			r->ms_harvest = 1;
+		} else {
+			t->pgen = ++r->pgen;
+			reactor_kick(r);
+		}
 	} else {
 		exec_complete_locked(t, -ECANCELED, run);
 	}
@@ -1394,6 +1470,17 @@ static int cancel_match(struct ureq *x, struct ureq *self, unsigned fl, uint64_t
 	return x->sqe.user_data == ud;
 }
 
+/* The requests a cancel looks at: all (ANY, FD), or those of one user_data. */
+static struct ureq *cand_first(struct emu_ring *r, unsigned fl, uint64_t ud)
+{
+	return (fl & (IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_FD)) ? r->live : *ud_chain(r, ud);
+}
+
+static struct ureq *cand_next(struct ureq *x, unsigned fl)
+{
+	return (fl & (IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_FD)) ? x->next : x->hnext;
+}
+
 static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl, uint64_t ud, int fd,
 			     struct ureq **run)
 {
@@ -1401,7 +1488,7 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 	int found = 0, canceled = 0, running = 0;
 	for (int again = 1; again;) {
 		again = 0;
-		for (struct ureq *x = r->live; x; x = x->next) {
+		for (struct ureq *x = cand_first(r, fl, ud); x; x = cand_next(x, fl)) {
 			if (!cancel_match(x, self, fl, ud, fd) || x->canceled)
 				continue;
 			found++;
@@ -1420,7 +1507,7 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 		if (!all && found)
 			break;
 	}
-	for (struct ureq *x = r->live; x; x = x->next)
+	for (struct ureq *x = cand_first(r, fl, ud); x; x = cand_next(x, fl))
 		if (x->state == RS_RUN || x->state == RS_AIO)
 			x->canceled = 0;
 	if (!found)
@@ -1904,6 +1991,7 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 		head++;
 		done++;
 		memcpy(&q->sqe, (char *)r->sqes + (size_t)idx * r->sqe_size, sizeof(q->sqe));
+		ud_hash_add(q);
 		q->prep_err = prep(r, q);
 		unsigned lf = q->sqe.flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
 		if (chead) {
@@ -1955,6 +2043,15 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 	pthread_mutex_unlock(&r->lock);
 	tls_in_submit = 1;
 	exec_issue_list(run, CTX_INLINE);
+	if (r->ms_harvest) {
+		/* multishot polls armed or updated by this submission: what is ready now */
+		run = NULL;
+		pthread_mutex_lock(&r->lock);
+		r->ms_harvest = 0;
+		reactor_mshot_harvest_locked(r, &run);
+		pthread_mutex_unlock(&r->lock);
+		exec_issue_list(run, CTX_INLINE);
+	}
 	tls_in_submit = 0;
 	kaio_flush(r);
 	return done;
