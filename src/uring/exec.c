@@ -85,8 +85,9 @@ void exec_fill_probe(struct io_uring_probe *p, unsigned n)
 	}
 }
 
-/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC). */
-static __thread int tls_in_submit;
+/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC).
+ * initial-exec: read per request, it must not cost a __tls_get_addr call. */
+static __thread int tls_in_submit __attribute__((tls_model("initial-exec")));
 
 /* ---- requests ---- */
 
@@ -171,8 +172,10 @@ void exec_put_locked(struct emu_ring *r, struct ureq *q)
 	exec_live_del(q);
 	if (q->iov && q->iov != q->iov_in)
 		free(q->iov);
-	free(q->p1);
-	free(q->p2);
+	if (q->p1 || q->p2) {
+		free(q->p1);
+		free(q->p2);
+	}
 	q->iov = NULL;
 	q->p1 = q->p2 = NULL;
 	q->state = RS_FREE;
@@ -628,7 +631,6 @@ static int stabilize_iov(struct ureq *q)
 
 int exec_punt(struct ureq *q)
 {
-	atomic_fetch_add_explicit(&q->r->st_wq, 1, memory_order_relaxed);
 	wq_queue(q);
 	return Q_QUEUED;
 }
@@ -636,7 +638,6 @@ int exec_punt(struct ureq *q)
 int exec_wait_ready(struct ureq *q, short events)
 {
 	struct emu_ring *r = q->r;
-	atomic_fetch_add_explicit(&r->st_poll, 1, memory_order_relaxed);
 	pthread_mutex_lock(&r->lock);
 	reactor_arm_locked(q, events);
 	pthread_mutex_unlock(&r->lock);
@@ -658,6 +659,20 @@ static void refresh_file(struct ureq *q)
 		return;                       /* registered files are our own dups: exact */
 	exec_fcache_drop(q->r, q->sqe.fd);
 	req_file(q);
+}
+
+/* preadv2/pwritev2 as the system call itself: libc's wrappers are
+ * cancellation points (and cost two atomics each once the process has
+ * threads), the kernel's ring is not. x86-64 and the other 64-bit ABIs take
+ * the offset whole in the low word. -1 and errno on failure, as libc. */
+static ssize_t sys_rw(int wr, int fd, const struct iovec *iov, int niov, int64_t off, int flags)
+{
+#if defined(SYS_preadv2) && defined(SYS_pwritev2) && __SIZEOF_LONG__ == 8
+	long n = syscall(wr ? SYS_pwritev2 : SYS_preadv2, fd, iov, niov, (long)off, 0L, flags);
+	if (n >= 0 || errno != ENOSYS || flags)
+		return n;
+#endif
+	return wr ? pwritev2(fd, iov, niov, off, flags) : preadv2(fd, iov, niov, off, flags);
 }
 
 static int32_t op_rw(struct ureq *q, int ctx)
@@ -760,13 +775,13 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		}
 	}
 	if (q->fe.kind != FK_SOCK) {
-		n = wr ? pwritev2(q->fd, iov, niov, off, flags) : preadv2(q->fd, iov, niov, off, flags);
+		n = sys_rw(wr, q->fd, iov, niov, off, flags);
 		if (n < 0 && errno == ESPIPE && off != -1) {
 			stream = 1;               /* a pipe, eventfd, ...: the offset does not apply */
 			if (q->fe.kind == FK_REG)
 				refresh_file(q);
 			off = -1;
-			n = wr ? pwritev2(q->fd, iov, niov, off, flags) : preadv2(q->fd, iov, niov, off, flags);
+			n = sys_rw(wr, q->fd, iov, niov, off, flags);
 		}
 	}
 	if (n < 0) {
@@ -795,8 +810,6 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		}
 		return q->done ? (int32_t)q->done : -err;
 	}
-	if (ctx == CTX_INLINE)
-		atomic_fetch_add_explicit(&r->st_inline, 1, memory_order_relaxed);
 	/* A short transfer on a regular file continues (the kernel retries too). */
 	uint64_t want = 0;
 	if (n > 0 && q->fe.kind == FK_REG && !q->iov) {
@@ -908,8 +921,6 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 			return q->done ? (int32_t)q->done : -errno;
 		goto wait;
 	}
-	if (ctx == CTX_INLINE)
-		atomic_fetch_add_explicit(&q->r->st_inline, 1, memory_order_relaxed);
 	if ((flags & MSG_WAITALL) && !q->has_buf && n > 0 && stream_sock(q->fd)) {
 		if (!msg && q->done + (uint64_t)n < s->len) {
 			q->done += (uint64_t)n;

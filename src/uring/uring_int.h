@@ -220,8 +220,6 @@ struct emu_ring {
 	pthread_cond_t sqp_cond;       /* poller sleeps here (NEED_WAKEUP) */
 	pthread_cond_t sqspace_cond;   /* SQ_WAIT waiters */
 	unsigned sq_idle_ms;
-	/* statistics (URING_STATS, tests) */
-	_Atomic uint64_t st_inline, st_wq, st_poll, st_aio;
 };
 
 /* emu.c */
