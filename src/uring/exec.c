@@ -663,14 +663,27 @@ static void refresh_file(struct ureq *q)
 
 /* preadv2/pwritev2 as the system call itself: libc's wrappers are
  * cancellation points (and cost two atomics each once the process has
- * threads), the kernel's ring is not. x86-64 and the other 64-bit ABIs take
- * the offset whole in the low word. -1 and errno on failure, as libc. */
+ * threads), the kernel's ring is not. On x86-64 the instruction inline (the
+ * offset whole in the low word, as the 64-bit kernel takes it); elsewhere
+ * libc's wrapper. -1 and errno on failure, as libc. */
 static ssize_t sys_rw(int wr, int fd, const struct iovec *iov, int niov, int64_t off, int flags)
 {
-#if defined(SYS_preadv2) && defined(SYS_pwritev2) && __SIZEOF_LONG__ == 8
-	long n = syscall(wr ? SYS_pwritev2 : SYS_preadv2, fd, iov, niov, (long)off, 0L, flags);
-	if (n >= 0 || errno != ENOSYS || flags)
+#if defined(__x86_64__) && defined(SYS_preadv2) && defined(SYS_pwritev2)
+	long n;
+	register long r10 __asm__("r10") = (long)off;
+	register long r8 __asm__("r8") = 0;
+	register long r9 __asm__("r9") = flags;
+	__asm__ volatile("syscall"
+			 : "=a"(n)
+			 : "0"(wr ? SYS_pwritev2 : SYS_preadv2), "D"((long)fd), "S"(iov), "d"((long)niov),
+			   "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	if (n >= 0)
 		return n;
+	if (n != -ENOSYS || flags) {
+		errno = (int)-n;
+		return -1;
+	}
 #endif
 	return wr ? pwritev2(fd, iov, niov, off, flags) : preadv2(fd, iov, niov, off, flags);
 }
@@ -1881,42 +1894,33 @@ static void arm_lt(struct ureq *q, struct ureq *lt)
 	pthread_mutex_unlock(&r->lock);
 }
 
-/* Run one request that is ready (state RS_RUN); returns what became ready after it. */
-static struct ureq *run_one(struct ureq *q, int ctx)
+/* Run one request that is ready (state RS_RUN). Returns its result when it
+ * finished here and is still to be completed (by the caller, batched), else
+ * Q_QUEUED; *run gets what became ready meanwhile. */
+static int32_t run_one(struct ureq *q, int ctx, struct ureq **run)
 {
 	struct emu_ring *r = q->r;
-	struct ureq *run = NULL;
 	if (r->dying) {
 		pthread_mutex_lock(&r->lock);
 		exec_put_locked(r, q);
 		pthread_mutex_unlock(&r->lock);
-		return NULL;
+		return Q_QUEUED;
 	}
 	if (q->chain_fail) {
 		pthread_mutex_lock(&r->lock);
 		fail_chain_locked(r, q);
 		if (r->inflight == 0 && r->defer_head)
-			release_deferred_locked(r, &run);
+			release_deferred_locked(r, run);
 		pthread_mutex_unlock(&r->lock);
-		return run;
+		return Q_QUEUED;
 	}
-	if (q->prep_err) {
-		pthread_mutex_lock(&r->lock);
-		exec_complete_locked(q, q->prep_err, &run);
-		pthread_mutex_unlock(&r->lock);
-		return run;
-	}
+	if (q->prep_err)
+		return q->prep_err;
 	struct ureq *lt = q->lt && q->lt->state == RS_LT_IDLE ? q->lt : NULL;
-	int32_t res = op_exec(q, ctx, &run);
-	if (res == Q_QUEUED) {
-		if (lt)
-			arm_lt(q, lt);
-		return run;
-	}
-	pthread_mutex_lock(&r->lock);
-	exec_complete_locked(q, res, &run);
-	pthread_mutex_unlock(&r->lock);
-	return run;
+	int32_t res = op_exec(q, ctx, run);
+	if (res == Q_QUEUED && lt)
+		arm_lt(q, lt);
+	return res;
 }
 
 void exec_run(struct ureq *q, int ctx)
@@ -1925,20 +1929,51 @@ void exec_run(struct ureq *q, int ctx)
 	exec_issue_list(q, ctx);
 }
 
+/* Put the requests of more in front of *list. */
+static void list_prepend(struct ureq **list, struct ureq *more)
+{
+	while (more) {
+		struct ureq *m = more;
+		more = m->qnext;
+		m->qnext = *list;
+		*list = m;
+	}
+}
+
+#define DONE_BATCH 16
+
+/*
+ * Run a list of ready requests. Those that finish here are completed in
+ * batches, one ring lock for up to DONE_BATCH CQEs (as the kernel flushes a
+ * submission's completions together); what a completion makes ready (the
+ * next of a link chain, a drained request) runs after the batch.
+ */
 void exec_issue_list(struct ureq *list, int ctx)
 {
 	struct emu_ring *r = list ? list->r : NULL;
-	while (list) {
-		struct ureq *q = list;
+	struct ureq *done[DONE_BATCH];
+	int32_t res[DONE_BATCH];
+	int nd = 0;
+	while (list || nd) {
+		if (nd == DONE_BATCH || (!list && nd)) {
+			struct ureq *run = NULL;
+			pthread_mutex_lock(&r->lock);
+			for (int i = 0; i < nd; i++)
+				exec_complete_locked(done[i], res[i], &run);
+			pthread_mutex_unlock(&r->lock);
+			nd = 0;
+			list_prepend(&list, run);
+			continue;
+		}
+		struct ureq *q = list, *more = NULL;
 		list = q->qnext;
 		q->qnext = NULL;
-		struct ureq *more = run_one(q, ctx);
-		while (more) {
-			struct ureq *m = more;
-			more = m->qnext;
-			m->qnext = list;
-			list = m;
+		int32_t e = run_one(q, ctx, &more);
+		if (e != Q_QUEUED) {
+			done[nd] = q;
+			res[nd++] = e;
 		}
+		list_prepend(&list, more);
 	}
 	/* Inline O_DIRECT I/O is batched into one io_submit (kaio_submit): a batch issued
 	 * outside a submission (a sync cancel, a waiter reaping AIO, a flush) goes now,
