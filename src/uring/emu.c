@@ -229,8 +229,12 @@ static void emu_free(struct emu_ring *r)
 		r->live = q->next;
 		if (q->iov && q->iov != q->iov_in)
 			free(q->iov);
+		if (q->mshot && q->ms_dup)
+			close(q->ms_fd);
 		free(q);
 	}
+	free(r->ms);
+	free(r->udh);
 	while (r->ovf_head) {
 		struct ovf *o = r->ovf_head;
 		r->ovf_head = o->next;
@@ -309,7 +313,16 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	if (!r)
 		return -ENOMEM;
 	atomic_init(&r->refs, 1);
-	r->fd = r->ifd = r->evfd = r->evfd_async = r->wake_fd = -1;
+	/* hashed user_data (cancel, POLL/TIMEOUT_REMOVE): a chain per 2 CQEs, 64 to 4096 */
+	r->udh_bits = 6;
+	while (r->udh_bits < EMU_UDH_MAX_BITS && (1u << (r->udh_bits + 1)) <= cq)
+		r->udh_bits++;
+	r->udh = calloc(1u << r->udh_bits, sizeof(*r->udh));
+	if (!r->udh) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->fd = r->ifd = r->evfd = r->evfd_async = r->wake_fd = r->ep_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->sq_lock, NULL);
 	pthread_cond_init(&r->wq_cond, NULL);
@@ -526,6 +539,12 @@ void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int
 		ssize_t w = write(r->evfd, &one, sizeof(one));
 		(void)w;
 	}
+}
+
+/* 1 if a CQE posted now would go to the overflow list (ring lock held). */
+int emu_cq_full_locked(struct emu_ring *r)
+{
+	return r->ovf_head || *r->cq_tail - __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE) >= r->cq_entries;
 }
 
 /* Move overflowed CQEs into the CQ as room allows (ring lock held). */

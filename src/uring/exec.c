@@ -85,8 +85,9 @@ void exec_fill_probe(struct io_uring_probe *p, unsigned n)
 	}
 }
 
-/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC). */
-static __thread int tls_in_submit;
+/* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC).
+ * initial-exec: read per request, it must not cost a __tls_get_addr call. */
+static __thread int tls_in_submit __attribute__((tls_model("initial-exec")));
 
 /* ---- requests ---- */
 
@@ -111,9 +112,50 @@ static struct ureq *req_get_locked(struct emu_ring *r)
 	return q;
 }
 
+/* ---- the user_data hash: requests found by user_data without a walk of all ---- */
+
+static struct ureq **ud_chain(struct emu_ring *r, uint64_t ud)
+{
+	return &r->udh[(ud * 0x9e3779b97f4a7c15ull) >> (64 - r->udh_bits)];
+}
+
+static void ud_hash_add(struct ureq *q)
+{
+	struct ureq **h = ud_chain(q->r, q->sqe.user_data);
+	q->hprev = NULL;
+	q->hnext = *h;
+	if (*h)
+		(*h)->hprev = q;
+	*h = q;
+	q->hashed = 1;
+}
+
+static void ud_hash_del(struct ureq *q)
+{
+	if (!q->hashed)
+		return;
+	if (q->hprev)
+		q->hprev->hnext = q->hnext;
+	else
+		*ud_chain(q->r, q->sqe.user_data) = q->hnext;
+	if (q->hnext)
+		q->hnext->hprev = q->hprev;
+	q->hnext = q->hprev = NULL;
+	q->hashed = 0;
+}
+
+/* q's user_data becomes ud (a poll update). Ring lock held. */
+static void ud_rehash(struct ureq *q, uint64_t ud)
+{
+	ud_hash_del(q);
+	q->sqe.user_data = ud;
+	ud_hash_add(q);
+}
+
 void exec_live_del(struct ureq *q)
 {
 	struct emu_ring *r = q->r;
+	ud_hash_del(q);
 	if (q->prev)
 		q->prev->next = q->next;
 	else if (r->live == q)
@@ -125,11 +167,15 @@ void exec_live_del(struct ureq *q)
 
 void exec_put_locked(struct emu_ring *r, struct ureq *q)
 {
+	if (q->mshot)
+		reactor_mshot_disarm_locked(q);
 	exec_live_del(q);
 	if (q->iov && q->iov != q->iov_in)
 		free(q->iov);
-	free(q->p1);
-	free(q->p2);
+	if (q->p1 || q->p2) {
+		free(q->p1);
+		free(q->p2);
+	}
 	q->iov = NULL;
 	q->p1 = q->p2 = NULL;
 	q->state = RS_FREE;
@@ -352,8 +398,10 @@ static int prep(struct emu_ring *r, struct ureq *q)
 			return -EINVAL;                /* multishot receive: not emulated */
 		return 0;
 	case IORING_OP_POLL_ADD:
-		if (s->len)
-			return -EINVAL;                /* IORING_POLL_ADD_MULTI: not emulated */
+		if (s->len & ~IORING_POLL_ADD_MULTI)
+			return -EINVAL;                /* IORING_POLL_ADD_LEVEL: not emulated */
+		if ((s->len & IORING_POLL_ADD_MULTI) && (s->flags & IOSQE_CQE_SKIP_SUCCESS))
+			return -EINVAL;
 		return 0;
 	case IORING_OP_FSYNC:
 		if (s->fsync_flags & ~IORING_FSYNC_DATASYNC)
@@ -583,7 +631,6 @@ static int stabilize_iov(struct ureq *q)
 
 int exec_punt(struct ureq *q)
 {
-	atomic_fetch_add_explicit(&q->r->st_wq, 1, memory_order_relaxed);
 	wq_queue(q);
 	return Q_QUEUED;
 }
@@ -591,7 +638,6 @@ int exec_punt(struct ureq *q)
 int exec_wait_ready(struct ureq *q, short events)
 {
 	struct emu_ring *r = q->r;
-	atomic_fetch_add_explicit(&r->st_poll, 1, memory_order_relaxed);
 	pthread_mutex_lock(&r->lock);
 	reactor_arm_locked(q, events);
 	pthread_mutex_unlock(&r->lock);
@@ -613,6 +659,33 @@ static void refresh_file(struct ureq *q)
 		return;                       /* registered files are our own dups: exact */
 	exec_fcache_drop(q->r, q->sqe.fd);
 	req_file(q);
+}
+
+/* preadv2/pwritev2 as the system call itself: libc's wrappers are
+ * cancellation points (and cost two atomics each once the process has
+ * threads), the kernel's ring is not. On x86-64 the instruction inline (the
+ * offset whole in the low word, as the 64-bit kernel takes it); elsewhere
+ * libc's wrapper. -1 and errno on failure, as libc. */
+static ssize_t sys_rw(int wr, int fd, const struct iovec *iov, int niov, int64_t off, int flags)
+{
+#if defined(__x86_64__) && defined(SYS_preadv2) && defined(SYS_pwritev2)
+	long n;
+	register long r10 __asm__("r10") = (long)off;
+	register long r8 __asm__("r8") = 0;
+	register long r9 __asm__("r9") = flags;
+	__asm__ volatile("syscall"
+			 : "=a"(n)
+			 : "0"(wr ? SYS_pwritev2 : SYS_preadv2), "D"((long)fd), "S"(iov), "d"((long)niov),
+			   "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	if (n >= 0)
+		return n;
+	if (n != -ENOSYS || flags) {
+		errno = (int)-n;
+		return -1;
+	}
+#endif
+	return wr ? pwritev2(fd, iov, niov, off, flags) : preadv2(fd, iov, niov, off, flags);
 }
 
 static int32_t op_rw(struct ureq *q, int ctx)
@@ -715,13 +788,13 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		}
 	}
 	if (q->fe.kind != FK_SOCK) {
-		n = wr ? pwritev2(q->fd, iov, niov, off, flags) : preadv2(q->fd, iov, niov, off, flags);
+		n = sys_rw(wr, q->fd, iov, niov, off, flags);
 		if (n < 0 && errno == ESPIPE && off != -1) {
 			stream = 1;               /* a pipe, eventfd, ...: the offset does not apply */
 			if (q->fe.kind == FK_REG)
 				refresh_file(q);
 			off = -1;
-			n = wr ? pwritev2(q->fd, iov, niov, off, flags) : preadv2(q->fd, iov, niov, off, flags);
+			n = sys_rw(wr, q->fd, iov, niov, off, flags);
 		}
 	}
 	if (n < 0) {
@@ -750,8 +823,6 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		}
 		return q->done ? (int32_t)q->done : -err;
 	}
-	if (ctx == CTX_INLINE)
-		atomic_fetch_add_explicit(&r->st_inline, 1, memory_order_relaxed);
 	/* A short transfer on a regular file continues (the kernel retries too). */
 	uint64_t want = 0;
 	if (n > 0 && q->fe.kind == FK_REG && !q->iov) {
@@ -863,8 +934,6 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 			return q->done ? (int32_t)q->done : -errno;
 		goto wait;
 	}
-	if (ctx == CTX_INLINE)
-		atomic_fetch_add_explicit(&q->r->st_inline, 1, memory_order_relaxed);
 	if ((flags & MSG_WAITALL) && !q->has_buf && n > 0 && stream_sock(q->fd)) {
 		if (!msg && q->done + (uint64_t)n < s->len) {
 			q->done += (uint64_t)n;
@@ -938,17 +1007,22 @@ static int stabilize_msg(struct ureq *q)
 	return 0;
 }
 
-static int install_direct(struct ureq *q, int fd)
+/* Put fd (owned: closed on failure) in r's registered table at file_index idx
+ * (1-based, or IORING_FILE_INDEX_ALLOC: the lowest free slot of the allocation
+ * range). 0 or the allocated slot; -ENXIO no table, -EINVAL bad index, -ENFILE full. */
+static int install_file(struct emu_ring *r, unsigned idx, int fd, const struct fent *kind)
 {
-	/* OPENAT/ACCEPT/SOCKET with file_index: the new file goes to the registered table. */
-	struct emu_ring *r = q->r;
-	unsigned idx = q->sqe.file_index;
 	int alloc = idx == IORING_FILE_INDEX_ALLOC;
 	struct fent fe;
-	fill_fent(fd, &fe);
+	if (kind) {
+		fe = *kind;
+		fe.fd = fd;
+	} else {
+		fill_fent(fd, &fe);
+	}
 	int res;
 	pthread_mutex_lock(&r->lock);
-	if (!r->files) {
+	if (!r->files || r->dying) {
 		res = -ENXIO;
 	} else if (alloc) {
 		res = -ENFILE;
@@ -973,6 +1047,12 @@ static int install_direct(struct ureq *q, int fd)
 	if (res < 0)
 		close(fd);
 	return res;
+}
+
+/* OPENAT/ACCEPT/SOCKET with file_index: the new file goes to the registered table. */
+static int install_direct(struct ureq *q, int fd)
+{
+	return install_file(q->r, q->sqe.file_index, fd, NULL);
 }
 
 static int32_t op_accept(struct ureq *q, int ctx)
@@ -1141,12 +1221,48 @@ static int32_t op_splice(struct ureq *q)
 	return ret_errno(splice(in.fd, oin == -1 ? NULL : &oin, q->fd, oout == -1 ? NULL : &oout, s->len, sf));
 }
 
+/* IORING_MSG_SEND_FD: the registered file at index addr3 of q's ring goes to
+ * the target ring's table at file_index (as a dup of our dup: the two tables
+ * close theirs independently), then the target gets a CQE {off, the install's
+ * result: 0 or the allocated slot} unless IORING_MSG_RING_CQE_SKIP. len must be
+ * 0 (as the kernel). Never holds two ring locks at once. */
+static int32_t msg_send_fd(struct ureq *q, struct emu_ring *t)
+{
+	struct emu_ring *r = q->r;
+	struct io_uring_sqe *s = &q->sqe;
+	if (s->len || t == r)
+		return -EINVAL;
+	if (t->disabled)
+		return -EBADFD;
+	struct fent src = { .fd = -1 };
+	int fd = -EBADF;
+	pthread_mutex_lock(&r->lock);
+	if (s->addr3 < r->nfiles && r->files[s->addr3].fd >= 0) {
+		src = r->files[s->addr3];
+		fd = emu_fd_high(fcntl(src.fd, F_DUPFD_CLOEXEC, 0));
+		if (fd < 0)
+			fd = -errno;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (fd < 0)
+		return fd;
+	int res = install_file(t, s->file_index, fd, &src);
+	if (res < 0 || (s->msg_ring_flags & IORING_MSG_RING_CQE_SKIP))
+		return res;
+	pthread_mutex_lock(&t->lock);
+	emu_post(t, s->off, res, 0, 1);
+	pthread_mutex_unlock(&t->lock);
+	return res;
+}
+
 static int32_t op_msg_ring(struct ureq *q)
 {
 	struct io_uring_sqe *s = &q->sqe;
-	if (s->addr != IORING_MSG_DATA)
-		return -EINVAL;                   /* IORING_MSG_SEND_FD: not emulated */
-	if (s->msg_ring_flags)
+	if (s->addr != IORING_MSG_DATA && s->addr != IORING_MSG_SEND_FD)
+		return -EINVAL;
+	if (s->buf_index || (s->msg_ring_flags & ~IORING_MSG_RING_CQE_SKIP))
+		return -EINVAL;
+	if (s->addr == IORING_MSG_DATA && (s->msg_ring_flags || s->addr3 || s->file_index))
 		return -EINVAL;
 	int e = req_file(q);
 	if (e)
@@ -1154,6 +1270,8 @@ static int32_t op_msg_ring(struct ureq *q)
 	struct emu_ring *t = emu_find_checked(q->fd);
 	if (!t)
 		return -EBADFD;
+	if (s->addr == IORING_MSG_SEND_FD)
+		return msg_send_fd(q, t);
 	pthread_mutex_lock(&t->lock);
 	if (t->dying)
 		e = -EBADFD;
@@ -1186,7 +1304,7 @@ static int32_t op_timeout(struct ureq *q)
 
 static struct ureq *find_locked(struct emu_ring *r, struct ureq *self, uint64_t ud, unsigned op, int state)
 {
-	for (struct ureq *x = r->live; x; x = x->next)
+	for (struct ureq *x = *ud_chain(r, ud); x; x = x->hnext)
 		if (x != self && x->sqe.user_data == ud && x->sqe.opcode == op && x->state == state)
 			return x;
 	return NULL;
@@ -1221,17 +1339,39 @@ static int32_t op_timeout_remove(struct ureq *q, struct ureq **run)
 	return res;
 }
 
+static int32_t poll_now(int fd, short ev)
+{
+	struct pollfd p = { fd, ev, 0 };
+	int n = poll(&p, 1, 0);
+	if (n < 0)
+		return -errno;
+	return p.revents & (ev | POLLERR | POLLHUP | POLLNVAL);
+}
+
 static int32_t op_poll_add(struct ureq *q, int ctx)
 {
+	struct emu_ring *r = q->r;
 	int e = req_file(q);
 	if (e)
 		return e;
 	short ev = (short)(q->sqe.poll32_events & 0xffff);
+	if (q->sqe.len & IORING_POLL_ADD_MULTI) {
+		/* one CQE (IORING_CQE_F_MORE) per wake-up until cancelled; what is
+		 * pending now is posted before the submit returns, as the kernel
+		 * (one harvest for the whole submission: exec_submit) */
+		pthread_mutex_lock(&r->lock);
+		q->pevents = ev;
+		e = reactor_mshot_arm_locked(q);
+		r->ms_harvest = 1;
+		pthread_mutex_unlock(&r->lock);
+		if (e == -EPERM)
+			return poll_now(q->fd, ev);   /* a regular file: ready, and never woken */
+		return e ? e : Q_QUEUED;
+	}
 	if (ctx == CTX_INLINE) {
-		struct pollfd p = { q->fd, ev, 0 };
-		int n = poll(&p, 1, 0);
-		if (n > 0)
-			return p.revents & (ev | POLLERR | POLLHUP | POLLNVAL);
+		int32_t m = poll_now(q->fd, ev);
+		if (m)
+			return m;
 	}
 	return exec_wait_ready(q, ev);
 }
@@ -1241,20 +1381,29 @@ static int32_t op_poll_remove(struct ureq *q, struct ureq **run)
 	struct emu_ring *r = q->r;
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned fl = s->len;
-	if (fl & ~(IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA))
+	if (fl & ~(IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA | IORING_POLL_ADD_MULTI))
 		return -EINVAL;
+	if (fl == IORING_POLL_ADD_MULTI)
+		return -EINVAL;                   /* meaningless without an update */
 	int32_t res = 0;
 	pthread_mutex_lock(&r->lock);
 	struct ureq *t = find_locked(r, q, s->addr, IORING_OP_POLL_ADD, RS_POLL);
 	if (!t) {
 		res = -ENOENT;
-	} else if (fl) {
+	} else if (fl & (IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA)) {
+		/* the events and user_data change; one-shot or multishot stays as armed */
 		if (fl & IORING_POLL_UPDATE_EVENTS)
 			t->pevents = (short)(s->poll32_events & 0xffff);
 		if (fl & IORING_POLL_UPDATE_USER_DATA)
-			t->sqe.user_data = s->off;
-		t->pgen = ++r->pgen;
-		reactor_kick(r);
+			ud_rehash(t, s->off);
+		if (t->mshot) {
+			if (reactor_mshot_rearm_locked(t) < 0)
+				exec_complete_locked(t, -ECANCELED, run);   /* as the kernel's failed re-arm */
+			r->ms_harvest = 1;
+		} else {
+			t->pgen = ++r->pgen;
+			reactor_kick(r);
+		}
 	} else {
 		exec_complete_locked(t, -ECANCELED, run);
 	}
@@ -1345,6 +1494,17 @@ static int cancel_match(struct ureq *x, struct ureq *self, unsigned fl, uint64_t
 	return x->sqe.user_data == ud;
 }
 
+/* The requests a cancel looks at: all (ANY, FD), or those of one user_data. */
+static struct ureq *cand_first(struct emu_ring *r, unsigned fl, uint64_t ud)
+{
+	return (fl & (IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_FD)) ? r->live : *ud_chain(r, ud);
+}
+
+static struct ureq *cand_next(struct ureq *x, unsigned fl)
+{
+	return (fl & (IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_FD)) ? x->next : x->hnext;
+}
+
 static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl, uint64_t ud, int fd,
 			     struct ureq **run)
 {
@@ -1352,7 +1512,7 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 	int found = 0, canceled = 0, running = 0;
 	for (int again = 1; again;) {
 		again = 0;
-		for (struct ureq *x = r->live; x; x = x->next) {
+		for (struct ureq *x = cand_first(r, fl, ud); x; x = cand_next(x, fl)) {
 			if (!cancel_match(x, self, fl, ud, fd) || x->canceled)
 				continue;
 			found++;
@@ -1371,7 +1531,7 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 		if (!all && found)
 			break;
 	}
-	for (struct ureq *x = r->live; x; x = x->next)
+	for (struct ureq *x = cand_first(r, fl, ud); x; x = cand_next(x, fl))
 		if (x->state == RS_RUN || x->state == RS_AIO)
 			x->canceled = 0;
 	if (!found)
@@ -1734,42 +1894,33 @@ static void arm_lt(struct ureq *q, struct ureq *lt)
 	pthread_mutex_unlock(&r->lock);
 }
 
-/* Run one request that is ready (state RS_RUN); returns what became ready after it. */
-static struct ureq *run_one(struct ureq *q, int ctx)
+/* Run one request that is ready (state RS_RUN). Returns its result when it
+ * finished here and is still to be completed (by the caller, batched), else
+ * Q_QUEUED; *run gets what became ready meanwhile. */
+static int32_t run_one(struct ureq *q, int ctx, struct ureq **run)
 {
 	struct emu_ring *r = q->r;
-	struct ureq *run = NULL;
 	if (r->dying) {
 		pthread_mutex_lock(&r->lock);
 		exec_put_locked(r, q);
 		pthread_mutex_unlock(&r->lock);
-		return NULL;
+		return Q_QUEUED;
 	}
 	if (q->chain_fail) {
 		pthread_mutex_lock(&r->lock);
 		fail_chain_locked(r, q);
 		if (r->inflight == 0 && r->defer_head)
-			release_deferred_locked(r, &run);
+			release_deferred_locked(r, run);
 		pthread_mutex_unlock(&r->lock);
-		return run;
+		return Q_QUEUED;
 	}
-	if (q->prep_err) {
-		pthread_mutex_lock(&r->lock);
-		exec_complete_locked(q, q->prep_err, &run);
-		pthread_mutex_unlock(&r->lock);
-		return run;
-	}
+	if (q->prep_err)
+		return q->prep_err;
 	struct ureq *lt = q->lt && q->lt->state == RS_LT_IDLE ? q->lt : NULL;
-	int32_t res = op_exec(q, ctx, &run);
-	if (res == Q_QUEUED) {
-		if (lt)
-			arm_lt(q, lt);
-		return run;
-	}
-	pthread_mutex_lock(&r->lock);
-	exec_complete_locked(q, res, &run);
-	pthread_mutex_unlock(&r->lock);
-	return run;
+	int32_t res = op_exec(q, ctx, run);
+	if (res == Q_QUEUED && lt)
+		arm_lt(q, lt);
+	return res;
 }
 
 void exec_run(struct ureq *q, int ctx)
@@ -1778,20 +1929,51 @@ void exec_run(struct ureq *q, int ctx)
 	exec_issue_list(q, ctx);
 }
 
+/* Put the requests of more in front of *list. */
+static void list_prepend(struct ureq **list, struct ureq *more)
+{
+	while (more) {
+		struct ureq *m = more;
+		more = m->qnext;
+		m->qnext = *list;
+		*list = m;
+	}
+}
+
+#define DONE_BATCH 16
+
+/*
+ * Run a list of ready requests. Those that finish here are completed in
+ * batches, one ring lock for up to DONE_BATCH CQEs (as the kernel flushes a
+ * submission's completions together); what a completion makes ready (the
+ * next of a link chain, a drained request) runs after the batch.
+ */
 void exec_issue_list(struct ureq *list, int ctx)
 {
 	struct emu_ring *r = list ? list->r : NULL;
-	while (list) {
-		struct ureq *q = list;
+	struct ureq *done[DONE_BATCH];
+	int32_t res[DONE_BATCH];
+	int nd = 0;
+	while (list || nd) {
+		if (nd == DONE_BATCH || (!list && nd)) {
+			struct ureq *run = NULL;
+			pthread_mutex_lock(&r->lock);
+			for (int i = 0; i < nd; i++)
+				exec_complete_locked(done[i], res[i], &run);
+			pthread_mutex_unlock(&r->lock);
+			nd = 0;
+			list_prepend(&list, run);
+			continue;
+		}
+		struct ureq *q = list, *more = NULL;
 		list = q->qnext;
 		q->qnext = NULL;
-		struct ureq *more = run_one(q, ctx);
-		while (more) {
-			struct ureq *m = more;
-			more = m->qnext;
-			m->qnext = list;
-			list = m;
+		int32_t e = run_one(q, ctx, &more);
+		if (e != Q_QUEUED) {
+			done[nd] = q;
+			res[nd++] = e;
 		}
+		list_prepend(&list, more);
 	}
 	/* Inline O_DIRECT I/O is batched into one io_submit (kaio_submit): a batch issued
 	 * outside a submission (a sync cancel, a waiter reaping AIO, a flush) goes now,
@@ -1855,6 +2037,7 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 		head++;
 		done++;
 		memcpy(&q->sqe, (char *)r->sqes + (size_t)idx * r->sqe_size, sizeof(q->sqe));
+		ud_hash_add(q);
 		q->prep_err = prep(r, q);
 		unsigned lf = q->sqe.flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
 		if (chead) {
@@ -1906,6 +2089,15 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 	pthread_mutex_unlock(&r->lock);
 	tls_in_submit = 1;
 	exec_issue_list(run, CTX_INLINE);
+	if (r->ms_harvest) {
+		/* multishot polls armed or updated by this submission: what is ready now */
+		run = NULL;
+		pthread_mutex_lock(&r->lock);
+		r->ms_harvest = 0;
+		reactor_mshot_harvest_locked(r, &run);
+		pthread_mutex_unlock(&r->lock);
+		exec_issue_list(run, CTX_INLINE);
+	}
 	tls_in_submit = 0;
 	kaio_flush(r);
 	return done;

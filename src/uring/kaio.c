@@ -84,7 +84,6 @@ int kaio_submit(struct ureq *q, int wr, int ctx)
 	if (!r->aio_inflight++)
 		__atomic_fetch_or(r->sq_flags, IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
 	r->aio_pend[r->aio_npend++] = cb;
-	atomic_fetch_add_explicit(&r->st_aio, 1, memory_order_relaxed);
 	/* Batch within one submission; anything else goes to the kernel now. */
 	if (ctx != CTX_INLINE || r->aio_npend == (int)(sizeof(r->aio_pend) / sizeof(r->aio_pend[0])))
 		flush_locked(r, &run);

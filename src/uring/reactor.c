@@ -6,14 +6,17 @@
  * cancelled at once, which is why nothing that merely waits blocks a worker.
  *
  * Must never: act on a request whose state or arming generation changed
- * since the poll set was built (it may have been cancelled and reused), call
+ * since the poll set was built (it may have been cancelled and reused), or on
+ * an epoll event whose slot generation is not the slot's own, call
  * an operation that can block (only the non-blocking retry runs here), or
  * hold the ring lock in ppoll.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -125,6 +128,135 @@ static void expire_locked(struct emu_ring *r, uint64_t now, uint64_t *next, stru
 	}
 }
 
+/* ---- multishot poll ---- */
+
+static uint64_t ms_cookie(struct emu_ring *r, uint32_t slot)
+{
+	return (uint64_t)r->ms[slot].gen << 32 | slot;
+}
+
+static int ms_ctl(struct emu_ring *r, int op, struct ureq *q)
+{
+	struct epoll_event ev = { .events = (uint32_t)(uint16_t)q->pevents | EPOLLET,
+				  .data.u64 = ms_cookie(r, q->ms_slot) };
+	return epoll_ctl(r->ep_fd, op, q->ms_fd, &ev) < 0 ? -errno : 0;
+}
+
+/* Arm q (POLL_ADD with IORING_POLL_ADD_MULTI, fd resolved, pevents set) in the
+ * epoll set: state RS_POLL until a final CQE. Events already pending are
+ * reported by the next harvest, as the kernel reports them at arming.
+ * -EPERM: the file cannot be waited for (a regular file: always ready). */
+int reactor_mshot_arm_locked(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	int e, fresh = r->ep_fd < 0;
+	if (fresh) {
+		r->ep_fd = emu_fd_high(epoll_create1(EPOLL_CLOEXEC));
+		if (r->ep_fd < 0)
+			return -errno;
+	}
+	if (!r->ms_free) {
+		unsigned cap = r->ms_cap ? 2 * r->ms_cap : 64;
+		struct msslot *ms = realloc(r->ms, cap * sizeof(*ms));
+		if (!ms)
+			return -ENOMEM;
+		for (unsigned i = r->ms_cap; i < cap; i++)
+			ms[i] = (struct msslot){ NULL, 0, i + 1 < cap ? i + 2 : 0 };
+		r->ms = ms;
+		r->ms_free = r->ms_cap + 1;
+		r->ms_cap = cap;
+	}
+	uint32_t slot = r->ms_free - 1;
+	q->ms_slot = slot;
+	q->ms_fd = q->fd;
+	q->ms_dup = 0;
+	e = ms_ctl(r, EPOLL_CTL_ADD, q);
+	if (e == -EEXIST) {
+		/* this file is in the set already (another multishot poll): a dup is
+		 * another entry of the set */
+		q->ms_fd = emu_fd_high(fcntl(q->fd, F_DUPFD_CLOEXEC, 0));
+		if (q->ms_fd < 0)
+			return -errno;
+		q->ms_dup = 1;
+		if ((e = ms_ctl(r, EPOLL_CTL_ADD, q)) < 0) {
+			close(q->ms_fd);
+			q->ms_dup = 0;
+		}
+	}
+	if (e < 0)
+		return e;
+	r->ms_free = r->ms[slot].next_free;
+	r->ms[slot].q = q;
+	q->mshot = 1;
+	q->state = RS_POLL;
+	q->pgen = ++r->pgen;
+	if ((e = reactor_start_locked(r)) < 0) {
+		reactor_mshot_disarm_locked(q);
+		return e;
+	}
+	if (fresh)
+		reactor_kick(r);             /* the epoll fd joins its poll set */
+	return 0;
+}
+
+/* New events of an armed multishot poll (POLL_REMOVE with an update): the
+ * kernel re-arms it, reporting what is pending at once (EPOLL_CTL_MOD does). */
+int reactor_mshot_rearm_locked(struct ureq *q)
+{
+	return ms_ctl(q->r, EPOLL_CTL_MOD, q);
+}
+
+/* q leaves the set (its final CQE is posted or it is freed). */
+void reactor_mshot_disarm_locked(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	if (!q->mshot)
+		return;
+	q->mshot = 0;
+	if (r->ep_fd >= 0)
+		ms_ctl(r, EPOLL_CTL_DEL, q);    /* may fail: the program closed its fd */
+	if (q->ms_dup)
+		close(q->ms_fd);
+	q->ms_dup = 0;
+	struct msslot *m = &r->ms[q->ms_slot];
+	m->q = NULL;
+	m->gen++;                           /* events still queued for it are stale */
+	m->next_free = r->ms_free;
+	r->ms_free = q->ms_slot + 1;
+}
+
+/* Post a CQE (IORING_CQE_F_MORE) for each multishot poll the epoll set says
+ * was woken. One that finds the CQ full ends instead, with a final CQE (no
+ * F_MORE) that overflows, as the kernel (6.1 and later) does. */
+void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run)
+{
+	struct epoll_event ev[64];
+	int n;
+	if (r->ep_fd < 0)
+		return;
+	do {
+		n = epoll_wait(r->ep_fd, ev, 64, 0);
+		for (int i = 0; i < n; i++) {
+			uint32_t slot = (uint32_t)ev[i].data.u64, gen = (uint32_t)(ev[i].data.u64 >> 32);
+			struct ureq *x = slot < r->ms_cap && r->ms[slot].gen == gen ? r->ms[slot].q : NULL;
+			if (!x || x->state != RS_POLL || !x->mshot)
+				continue;
+			int32_t mask = (int32_t)(ev[i].events & ((uint16_t)x->pevents | POLLERR | POLLHUP | POLLNVAL));
+			if (!mask)
+				continue;
+			if (emu_cq_full_locked(r)) {
+				x->state = RS_RUN;
+				exec_complete_locked(x, mask, run);
+				continue;
+			}
+			emu_post(r, x->sqe.user_data, mask, IORING_CQE_F_MORE, 1);
+			r->ncompleted++;            /* a CQE: TIMEOUT counts it */
+			if (r->ncount)
+				timeouts_count_locked(r, run);
+		}
+	} while (n == 64);
+}
+
 struct pset {
 	struct pollfd *pf;
 	struct ureq **rq;
@@ -173,9 +305,9 @@ static void *reactor_main(void *arg)
 			exec_issue_list(run, CTX_REACTOR);
 			continue;
 		}
-		size_t want = 2;
+		size_t want = 3;
 		for (struct ureq *x = r->live; x; x = x->next)
-			want += x->state == RS_POLL;
+			want += x->state == RS_POLL && !x->mshot;
 		if (pset_grow(&ps, want) < 0) {
 			pthread_mutex_unlock(&r->lock);
 			struct timespec ts = { 0, 1000000 };
@@ -183,8 +315,12 @@ static void *reactor_main(void *arg)
 			continue;
 		}
 		ps.pf[n++] = (struct pollfd){ r->wake_fd, POLLIN, 0 };
+		if (r->ep_fd >= 0) {
+			ps.pf[n] = (struct pollfd){ r->ep_fd, POLLIN, 0 };
+			ps.rq[n++] = NULL;
+		}
 		for (struct ureq *x = r->live; x; x = x->next) {
-			if (x->state != RS_POLL)
+			if (x->state != RS_POLL || x->mshot)
 				continue;
 			ps.pf[n] = (struct pollfd){ x->fd, x->pevents, 0 };
 			ps.rq[n] = x;
@@ -214,6 +350,10 @@ static void *reactor_main(void *arg)
 			if (!ps.pf[i].revents)
 				continue;
 			struct ureq *x = ps.rq[i];
+			if (!x) {
+				reactor_mshot_harvest_locked(r, &run);
+				continue;
+			}
 			if (x->state != RS_POLL || x->pgen != ps.gen[i])
 				continue;           /* cancelled, re-armed or reused meanwhile */
 			short rev = ps.pf[i].revents;
@@ -277,4 +417,9 @@ void reactor_stop(struct emu_ring *r)
 	if (r->wake_fd >= 0)
 		close(r->wake_fd);
 	r->wake_fd = -1;
+	pthread_mutex_lock(&r->lock);
+	if (r->ep_fd >= 0)
+		close(r->ep_fd);
+	r->ep_fd = -1;
+	pthread_mutex_unlock(&r->lock);
 }

@@ -36,6 +36,7 @@
 #define EMU_INLINE_IOV 4
 #define EMU_FCACHE 1024
 #define EMU_FD_BASE 512             /* the library's own fds go at or above this */
+#define EMU_UDH_MAX_BITS 12         /* user_data hash: at most 4096 chains */
 
 /* How an fd is served: kind decides inline/poll/worker, direct decides AIO. */
 enum { FK_UNKNOWN = 0, FK_REG, FK_POLL, FK_SOCK, FK_OTHER };
@@ -66,8 +67,9 @@ struct ureq {
 	struct ureq *lt;               /* armed/attached LINK_TIMEOUT, or NULL */
 	struct ureq *lt_target;        /* for a LINK_TIMEOUT: the request it guards */
 	struct ureq *next, *prev;      /* live list (all requests in flight) */
+	struct ureq *hnext, *hprev;    /* its chain in the user_data hash (cancel, remove) */
 	struct ureq *qnext;            /* work queue / defer queue */
-	uint8_t state, chain_fail, canceled, connecting;
+	uint8_t state, chain_fail, canceled, connecting, hashed;
 	uint32_t chain_n;              /* head of a chain: how many requests it holds */
 	int32_t prep_err;
 	int32_t res;
@@ -80,6 +82,11 @@ struct ureq {
 	short pevents;                 /* reactor: events waited for */
 	short revents;
 	uint32_t pgen;
+	/* multishot POLL_ADD: armed in the reactor's epoll set (mshot), by ms_fd
+	 * (q->fd, or our dup of it when that file is in the set already: ms_dup) */
+	uint8_t mshot, ms_dup;
+	int ms_fd;
+	uint32_t ms_slot;
 	/* buffer selection */
 	uint8_t has_buf, buf_ring;
 	uint16_t bid, bgid;
@@ -168,6 +175,8 @@ struct emu_ring {
 	unsigned novf;
 	uint64_t ncompleted;           /* non-timeout completions, for TIMEOUT count */
 	struct ureq *live;             /* requests in flight */
+	struct ureq **udh;             /* the same, hashed by user_data: 1 << udh_bits chains */
+	unsigned udh_bits;
 	struct ureq *freelist;
 	unsigned inflight;             /* issued, not completed (for DRAIN) */
 	struct ureq *defer_head, *defer_tail;
@@ -193,6 +202,12 @@ struct emu_ring {
 	int reactor_on, wake_fd;
 	pthread_t reactor;
 	uint32_t pgen;
+	/* multishot polls: an edge-triggered epoll set whose events name a slot
+	 * of ms[] and its generation (a stale event names a freed slot: ignored) */
+	int ep_fd;
+	struct msslot { struct ureq *q; uint32_t gen, next_free; } *ms;
+	unsigned ms_cap, ms_free;      /* ms_free: index + 1 of a free slot, 0 none */
+	int ms_harvest;                /* armed or re-armed inline: harvest before the submit returns */
 	/* kernel AIO for O_DIRECT */
 	int aio_state;                 /* 0 untried, 1 on, -1 unavailable */
 	aio_context_t aio_ctx;
@@ -205,8 +220,6 @@ struct emu_ring {
 	pthread_cond_t sqp_cond;       /* poller sleeps here (NEED_WAKEUP) */
 	pthread_cond_t sqspace_cond;   /* SQ_WAIT waiters */
 	unsigned sq_idle_ms;
-	/* statistics (URING_STATS, tests) */
-	_Atomic uint64_t st_inline, st_wq, st_poll, st_aio;
 };
 
 /* emu.c */
@@ -222,6 +235,7 @@ int emu_close(struct emu_ring *r);
 void emu_put(struct emu_ring *r);
 void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int async);
 void emu_signal_efd(struct emu_ring *r);
+int emu_cq_full_locked(struct emu_ring *r);
 int emu_forced(void);
 int emu_fd_high(int fd);
 int ucopy(void *dst, const void *src, size_t n);
@@ -262,6 +276,10 @@ int reactor_start_locked(struct emu_ring *r);
 void reactor_kick(struct emu_ring *r);
 void reactor_arm_locked(struct ureq *q, short events);
 void reactor_stop(struct emu_ring *r);
+int reactor_mshot_arm_locked(struct ureq *q);
+int reactor_mshot_rearm_locked(struct ureq *q);
+void reactor_mshot_disarm_locked(struct ureq *q);
+void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run);
 int timeouts_count_locked(struct emu_ring *r, struct ureq **run);
 int kts_to_deadline(const struct __kernel_timespec *ts, unsigned flags, uint64_t *out);
 
