@@ -298,7 +298,7 @@ for r in $(seq "$ROUNDS"); do
 		check_log "$s" "$WORK/$s.err"
 		if [ $? = 2 ]; then
 			SKIPPED[$s]=1
-			echo "SKIP-PART: io_uring: MariaDB on the kernel's io_uring: $(grep -hm1 'io_uring_queue_init' "$WORK/$s.err" | cut -c1-160)"
+			echo "SKIP-PART: io_uring: MariaDB on the kernel's io_uring: $(grep -hm1 'io_uring_queue_init' "$WORK/$s.err" | sed 's/.*\] //' | cut -c1-120)"
 			stop; continue
 		fi
 		[ "$s" = kernel ] && [ "$r" = 1 ] && echo "PART: io_uring: MariaDB on the kernel's io_uring"
