@@ -703,10 +703,19 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 			ret = wait_cq(r, min_complete, deadline, maskp);
 	}
 	if (r->rfd_signalled && !cq_ready(r)) {
+		struct ureq *run = NULL;
 		pthread_mutex_lock(&r->lock);
-		if (!cq_ready(r) && !r->ovf_head)
+		if (!cq_ready(r) && !r->ovf_head) {
+			/* The clear may eat the kernel's signal of an AIO completion
+			 * (IOCB_FLAG_RESFD) that another thread sleeps for: reap after it,
+			 * as wait_cq does, so that its CQE signals the ring fd again. */
 			efd_clear_locked(r);
+			if (r->aio_inflight)
+				kaio_reap_locked(r, &run);
+		}
 		pthread_mutex_unlock(&r->lock);
+		if (run)
+			exec_issue_list(run, CTX_INLINE);
 	}
 	return submitted ? submitted : ret;
 }
