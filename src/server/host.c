@@ -285,10 +285,10 @@ static int attach_one(struct ur_host *h, int c)
 		why = "bad attach message";
 	} else if ((msg.msg_flags & MSG_CTRUNC) || nfd != 3) {
 		why = "an attach passes exactly 3 descriptors";
-	} else if (m.flags != h->attach_flags) {
-		snprintf(text, sizeof(text), "in use by pid %d, mounted %s%s", (int)getpid(),
-			 h->attach_flags & UR_ATTACH_RDONLY ? "read-only" : "read-write",
-			 h->attach_flags & UR_ATTACH_DIRECT ? " O_DIRECT" : "");
+	} else if ((h->attach_flags & UR_ATTACH_RDONLY) && !(m.flags & UR_ATTACH_RDONLY)) {
+		/* (O_DIRECT or not is the server's business: it serves the
+		 * image as it mounted it.) */
+		snprintf(text, sizeof(text), "in use by pid %d, mounted read-only", (int)getpid());
 		why = text;
 		err = -EBUSY;
 	}
@@ -308,6 +308,7 @@ static int attach_one(struct ur_host *h, int c)
 	struct ur_server *s = h->rings;
 	while (s->next)
 		s = s->next;
+	s->rdonly = !(h->attach_flags & UR_ATTACH_RDONLY) && (m.flags & UR_ATTACH_RDONLY);
 	if (ur_hello_send(c, 0, "ready") < 0)
 		s->gone = 1;                    /* nobody listening: the poll drops it */
 	return 0;

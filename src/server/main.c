@@ -76,14 +76,13 @@ int main(int argc, char **argv)
 		{ "check", no_argument, 0, 'k' },
 		{ "stats", no_argument, 0, 's' },
 		{ "no-aio", no_argument, 0, 'A' },
-		{ "detach", no_argument, 0, 'D' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
 	struct ur_backend_conf conf = { 0 };
 	const char *bname = NULL;
 	long idle_us = -1;
-	int client = 0, check = 0, stats = 0, aio = 1, detach = 0, c;
+	int client = 0, check = 0, stats = 0, aio = 1, c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -105,7 +104,6 @@ int main(int argc, char **argv)
 		case 'k': check = 1; break;
 		case 's': stats = 1; break;
 		case 'A': aio = 0; break;
-		case 'D': detach = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -173,18 +171,6 @@ int main(int argc, char **argv)
 	if (pidfd >= 0 && getppid() != creator) {
 		close(pidfd);                /* that pid may be someone else's now */
 		return 1;
-	}
-	/* Started by the library: not its child, so that later clients can
-	 * outlive the first (hello carries our pid). */
-	if (detach) {
-		pid_t pid = fork();
-		if (pid < 0) {
-			hello(live, -errno, "cannot detach");
-			return 1;
-		}
-		if (pid > 0)
-			_exit(0);
-		setsid();
 	}
 	/* Our 0..2 must not hold the client's end of the liveness socket: its
 	 * hang-up is how we see the client go. */

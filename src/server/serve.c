@@ -274,7 +274,9 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 			return r;
 		if (s->nfiles >= UR_CLIENT_MAX_FILES)
 			return -EMFILE;          /* this client's limit (ABI.md) */
-		r = s->be->open(s->bst, name, q->op_flags);
+		if (s->rdonly && (q->op_flags & (UR_O_CREAT | UR_O_TRUNC)))
+			return -EROFS;           /* a read-only client of a read-write mount */
+		r = s->be->open(s->bst, name, q->op_flags | (s->rdonly ? UR_O_RDONLY : 0));
 		if (r >= 0 && (t = fd_mark(s, r)) < 0) {
 			s->be->close(s->bst, r);
 			return (int32_t)t;
@@ -328,6 +330,8 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 	case UR_OP_UNLINK:
 		if ((r = get_name(s, q->addr, q->len, name)) < 0)
 			return r;
+		if (s->rdonly)
+			return -EROFS;
 		return s->be->unlink(s->bst, name);
 	case UR_OP_STATX:
 		if (!data_ok(s, q->addr2, sizeof(st)))

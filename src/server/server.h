@@ -66,6 +66,7 @@ struct ur_server {
 	int32_t pid;
 	uint64_t idle_since;
 	int gone;                          /* client left: tear down */
+	int rdonly;                        /* attached read-only to a read-write mount */
 
 	/* Registered buffers (private snapshot). */
 	struct ur_iovec bufs[UR_MAX_BUFS];
