@@ -13,13 +13,19 @@
 #define TEST_UR_MULTI_H
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -379,6 +385,110 @@ static inline void mp_server_gone(pid_t spid, const char *img, int timeout_ms)
 	char path[108];
 	if (ur_attach_path(img, path, sizeof(path), 0) == 0 && access(path, F_OK) == 0)
 		FAIL("the server's socket %s is still there", path);
+}
+
+/* A region of the library's layout, sealed as asked. */
+static inline int mp_region(int seal, int bad_header)
+{
+	int fd = memfd_create("bad", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	uint64_t size = 1u << 20;
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
+		FAIL("memfd");
+	struct ur_region_hdr g;
+	memset(&g, 0, sizeof(g));
+	g.magic = UR_ABI_MAGIC;
+	g.version = UR_ABI_VERSION;
+	g.size = size;
+	g.sq_entries = 8;
+	g.cq_entries = bad_header ? 4 : 16;       /* cq < sq: refused */
+	g.sq_ctl_off = 256;
+	g.cq_ctl_off = 512;
+	g.sqes_off = 1024;
+	g.cqes_off = 1024 + 8 * 64;
+	g.data_off = 4096;
+	g.data_size = size - 4096;
+	g.bufs_off = size / 2;
+	g.bufs_size = size / 2;
+	if (pwrite(fd, &g, sizeof(g), 0) != sizeof(g))
+		FAIL("header");
+	if (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		FAIL("seal");
+	return fd;
+}
+
+/* Attach to the server at sock by hand: kind 0 says nothing, 1 a bad
+ * magic, 2 passes no descriptors, 3 five, 4 an unsealed region, 5 /dev/null
+ * doorbells, 6 a bad header, 7 a sound request. Returns the answer's err
+ * (1: no answer within 5 s) and its reason in why; -errno of connect
+ * (nothing sent) when the socket cannot be reached. */
+static inline int mp_attach_raw(const char *sock, int kind, char *why, size_t whylen)
+{
+	int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	if (c < 0)
+		FAIL("socket: %s", strerror(errno));
+	if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		int err = -errno;
+		close(c);
+		return err;
+	}
+	int fds[5], nfd = 3;
+	struct ur_attach m = { UR_ABI_MAGIC, UR_ABI_VERSION, 0, 0 };
+	fds[0] = mp_region(kind != 4, kind == 6);
+	fds[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	fds[2] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	fds[3] = eventfd(0, EFD_CLOEXEC);
+	fds[4] = eventfd(0, EFD_CLOEXEC);
+	if (kind == 1)
+		m.magic = 0xdeadbeef;
+	if (kind == 2)
+		nfd = 0;
+	if (kind == 3)
+		nfd = 5;
+	if (kind == 5) {
+		close(fds[1]);
+		close(fds[2]);
+		fds[1] = open("/dev/null", O_RDWR | O_CLOEXEC);
+		fds[2] = open("/dev/null", O_RDWR | O_CLOEXEC);
+	}
+	if (kind != 0) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * 5)];
+			struct cmsghdr align;
+		} cb;
+		memset(&cb, 0, sizeof(cb));
+		struct iovec iov = { &m, sizeof(m) };
+		struct msghdr msg;
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		if (nfd) {
+			msg.msg_control = cb.buf;
+			msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
+			memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfd);
+		}
+		if (sendmsg(c, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+			FAIL("sendmsg: %s", strerror(errno));
+	}
+	for (int i = 0; i < 5; i++)
+		close(fds[i]);
+	struct ur_hello h;
+	struct pollfd p = { .fd = c, .events = POLLIN };
+	int err = 1;
+	if (poll(&p, 1, 5000) > 0 && recv(c, &h, sizeof(h), 0) == (ssize_t)sizeof(h)) {
+		h.msg[sizeof(h.msg) - 1] = '\0';
+		snprintf(why, whylen, "%s", h.msg);
+		err = h.err;
+	}
+	close(c);
+	return err;
 }
 
 #endif

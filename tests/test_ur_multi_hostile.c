@@ -10,11 +10,6 @@
  * the verified workload of test_ur_multi.h and must finish; then everyone
  * leaves, the server exits 0, and the files are byte for byte right and the
  * image fsck-clean. */
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include "test_ur_multi.h"
 
 #define IMG "h.sfs"
@@ -91,102 +86,6 @@ static void attacker(int k, int ready, int quit)
 	exit(0);
 }
 
-/* A region of the library's layout, sealed as asked. */
-static int region(int seal, int bad_header)
-{
-	int fd = memfd_create("bad", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	uint64_t size = 1u << 20;
-	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
-		FAIL("memfd");
-	struct ur_region_hdr g;
-	memset(&g, 0, sizeof(g));
-	g.magic = UR_ABI_MAGIC;
-	g.version = UR_ABI_VERSION;
-	g.size = size;
-	g.sq_entries = 8;
-	g.cq_entries = bad_header ? 4 : 16;       /* cq < sq: refused */
-	g.sq_ctl_off = 256;
-	g.cq_ctl_off = 512;
-	g.sqes_off = 1024;
-	g.cqes_off = 1024 + 8 * 64;
-	g.data_off = 4096;
-	g.data_size = size - 4096;
-	g.bufs_off = size / 2;
-	g.bufs_size = size / 2;
-	if (pwrite(fd, &g, sizeof(g), 0) != sizeof(g))
-		FAIL("header");
-	if (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		FAIL("seal");
-	return fd;
-}
-
-/* Connect to the server, send what the case says, return its answer's err
- * (1: no answer within 5 s) and the reason in why. */
-static int bad_attach(const char *sock, int kind, char *why, size_t whylen)
-{
-	int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	struct sockaddr_un a;
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
-	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
-		FAIL("connect %s: %s", sock, strerror(errno));
-	int fds[5], nfd = 3;
-	struct ur_attach m = { UR_ABI_MAGIC, UR_ABI_VERSION, 0, 0 };
-	fds[0] = region(kind != 4, kind == 6);
-	fds[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	fds[2] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	fds[3] = eventfd(0, EFD_CLOEXEC);
-	fds[4] = eventfd(0, EFD_CLOEXEC);
-	if (kind == 1)
-		m.magic = 0xdeadbeef;
-	if (kind == 2)
-		nfd = 0;
-	if (kind == 3)
-		nfd = 5;
-	if (kind == 5) {
-		close(fds[1]);
-		close(fds[2]);
-		fds[1] = open("/dev/null", O_RDWR | O_CLOEXEC);
-		fds[2] = open("/dev/null", O_RDWR | O_CLOEXEC);
-	}
-	if (kind != 0) {
-		union {
-			char buf[CMSG_SPACE(sizeof(int) * 5)];
-			struct cmsghdr align;
-		} cb;
-		memset(&cb, 0, sizeof(cb));
-		struct iovec iov = { &m, sizeof(m) };
-		struct msghdr msg;
-		memset(&msg, 0, sizeof(msg));
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		if (nfd) {
-			msg.msg_control = cb.buf;
-			msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
-			memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfd);
-		}
-		if (sendmsg(c, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(m))
-			FAIL("sendmsg: %s", strerror(errno));
-	}
-	for (int i = 0; i < 5; i++)
-		close(fds[i]);
-	struct ur_hello h;
-	struct pollfd p = { .fd = c, .events = POLLIN };
-	int err = 1;
-	if (poll(&p, 1, 5000) > 0 && recv(c, &h, sizeof(h), 0) == (ssize_t)sizeof(h)) {
-		h.msg[sizeof(h.msg) - 1] = '\0';
-		snprintf(why, whylen, "%s", h.msg);
-		err = h.err;
-	}
-	close(c);
-	return err;
-}
-
 int main(void)
 {
 	alarm(120);
@@ -228,7 +127,7 @@ int main(void)
 					     "unsealed region", "/dev/null doorbells", "bad header" };
 	for (int kind = 0; kind < 7; kind++) {
 		why[0] = '\0';
-		int err = bad_attach(sock, kind, why, sizeof(why));
+		int err = mp_attach_raw(sock, kind, why, sizeof(why));
 		if (err >= 0)
 			FAIL("attach with %s: answered %d '%s', want a refusal", kinds[kind], err, why);
 		printf("attach with %s: refused, %s (%s)\n", kinds[kind], strerror(-err), why);

@@ -1,0 +1,107 @@
+/* Description: what clients of one server see of each other (issue 10), with
+ * three rings of this process as three clients (the second and third attach
+ * to the first one's server): a file written and fsynced by A is read back
+ * by B byte for byte; A unlinks it while B has it open: B still reads the
+ * data (POSIX: it stays until the last close), the name is gone for A at
+ * once; a client's handles are its own (A using B's handle: -EBADF); a
+ * client may hold UR_CLIENT_MAX_FILES handles, the next open is -EMFILE while
+ * another client still opens; a read-only client of the read-write server
+ * reads but cannot create, truncate-open or unlink (-EROFS) nor write; the
+ * server outlives its starter A, which leaves first, and exits 0 after the
+ * last client; the image is then fsck-clean, the unlinked file gone. */
+#include "test_ur_multi.h"
+
+#define IMG "x.sfs"
+
+int main(void)
+{
+	alarm(60);
+	int e = sfs_format(IMG, 64ull << 20, 0);
+	if (e < 0)
+		FAIL("format: %s", strerror(-e));
+	struct urfs_ring a, b, c;
+	mp_ring(&a, IMG, 0);
+	mp_ring(&b, IMG, 0);
+	mp_ring(&c, IMG, URFS_SETUP_RDONLY);
+	pid_t spid = a.server_pid;
+	if (b.server_pid != spid || c.server_pid != spid)
+		FAIL("three rings, servers %d %d %d", a.server_pid, b.server_pid, c.server_pid);
+
+	/* written and fsynced by A, read by B */
+	static uint8_t w[3 * MP_PAGE + 77], r[sizeof(w)];
+	for (size_t i = 0; i < sizeof(w); i++)
+		w[i] = (uint8_t)(i * 7 + 3);
+	int fa = mp_open(&a, "f", URFS_O_CREAT);
+	CHECK(fa >= 0);
+	CHECK_EQ(mp_pwrite(&a, fa, w, sizeof(w), 0), sizeof(w));
+	CHECK_EQ(mp_fd_op(&a, 1, fa), 0);
+	int fb = mp_open(&b, "f", 0);
+	if (fb < 0)
+		FAIL("B opens A's file: %d", fb);
+	CHECK_EQ(mp_pread(&b, fb, r, sizeof(r), 0), sizeof(r));
+	if (memcmp(r, w, sizeof(w)))
+		FAIL("B reads other bytes than A wrote");
+
+	/* handles are per client */
+	CHECK_EQ(mp_pread(&a, fb, r, 16, 0), -EBADF);
+	CHECK_EQ(mp_fd_op(&a, 0, fb), -EBADF);
+
+	/* unlink while another client has it open */
+	CHECK_EQ(mp_fd_op(&a, 0, fa), 0);
+	CHECK_EQ(mp_unlink(&a, "f"), 0);
+	CHECK_EQ(mp_open(&a, "f", 0), -ENOENT);
+	memset(r, 0, sizeof(r));
+	CHECK_EQ(mp_pread(&b, fb, r, sizeof(r), 0), sizeof(r));
+	if (memcmp(r, w, sizeof(w)))
+		FAIL("B lost the data of the file A unlinked");
+	CHECK_EQ(mp_pwrite(&b, fb, w, 100, sizeof(w)), 100);   /* still writable */
+	CHECK_EQ(mp_fd_op(&b, 0, fb), 0);
+
+	/* per-client open files */
+	int g = mp_open(&b, "g", URFS_O_CREAT);
+	CHECK(g >= 0);
+	CHECK_EQ(mp_pwrite(&b, g, w, 10, 0), 10);
+	static int hs[UR_CLIENT_MAX_FILES];
+	hs[0] = g;
+	for (unsigned i = 1; i < UR_CLIENT_MAX_FILES; i++)
+		if ((hs[i] = mp_open(&b, "g", 0)) < 0)
+			FAIL("open %u of %u: %d", i + 1, UR_CLIENT_MAX_FILES, hs[i]);
+	CHECK_EQ(mp_open(&b, "g", 0), -EMFILE);
+	int ga = mp_open(&a, "g", 0);
+	if (ga < 0)
+		FAIL("A cannot open while B is at its limit: %d", ga);
+	CHECK_EQ(mp_fd_op(&a, 0, ga), 0);
+	CHECK_EQ(mp_fd_op(&b, 0, hs[5]), 0);
+	hs[5] = mp_open(&b, "g", 0);                 /* a close frees one */
+	CHECK(hs[5] >= 0);
+
+	/* a read-only client of a read-write mount */
+	CHECK_EQ(mp_open(&c, "new", URFS_O_CREAT), -EROFS);
+	CHECK_EQ(mp_open(&c, "g", URFS_O_TRUNC), -EROFS);
+	CHECK_EQ(mp_unlink(&c, "g"), -EROFS);
+	int gc = mp_open(&c, "g", 0);
+	CHECK(gc >= 0);
+	CHECK_EQ(mp_pread(&c, gc, r, 10, 0), 10);
+	CHECK(memcmp(r, w, 10) == 0);
+	CHECK(mp_pwrite(&c, gc, w, 10, 0) < 0);
+	urfs_queue_exit(&c);
+
+	/* the starter leaves first; the server goes on for B */
+	urfs_queue_exit(&a);
+	if (kill(spid, 0) < 0)
+		FAIL("the server left with its starter");
+	CHECK_EQ(mp_pread(&b, hs[0], r, 10, 0), 10);
+	urfs_queue_exit(&b);                         /* closes B's 1024 handles */
+	int st;
+	if (waitpid(spid, &st, 0) != spid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		FAIL("server ended with status %#x", st);
+	FSCK_CLEAN(IMG);
+	struct sfs *fs = MOUNT_OR_DIE(IMG);
+	struct sfs_stat sst;
+	CHECK_EQ(sfs_stat(fs, "f", &sst), -ENOENT);
+	CHECK_EQ(sfs_stat(fs, "g", &sst), 0);
+	CHECK_EQ(sst.size, 10);
+	CHECK_EQ(sfs_unmount(fs), 0);
+	printf("fsync visibility, unlink of an open file, per-client handles and limits, read-only client: ok\n");
+	return 0;
+}
