@@ -75,8 +75,6 @@ static int fd_ok(struct ur_server *s, int32_t fd)
 
 static int fd_mark(struct ur_server *s, int fd)
 {
-	if (s->nfiles >= UR_CLIENT_MAX_FILES)
-		return -EMFILE;
 	if (fd >= s->fdcap) {
 		int ncap = s->fdcap ? s->fdcap : 64;
 		while (ncap <= fd)
@@ -277,9 +275,9 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		if (s->rdonly && (q->op_flags & (UR_O_CREAT | UR_O_TRUNC)))
 			return -EROFS;           /* a read-only client of a read-write mount */
 		r = s->be->open(s->bst, name, q->op_flags | (s->rdonly ? UR_O_RDONLY : 0));
-		if (r >= 0 && (t = fd_mark(s, r)) < 0) {
+		if (r >= 0 && fd_mark(s, r) < 0) {
 			s->be->close(s->bst, r);
-			return (int32_t)t;
+			return -ENOMEM;
 		}
 		return r;
 	case UR_OP_CLOSE:
