@@ -8,7 +8,9 @@
  * another client still opens; a read-only client of the read-write server
  * reads but cannot create, truncate-open or unlink (-EROFS) nor write; the
  * server outlives its starter A, which leaves first, and exits 0 after the
- * last client; the image is then fsck-clean, the unlinked file gone. */
+ * last client; the image is then fsck-clean, the unlinked file gone. A
+ * client that leaves with an unlinked file open releases it: on an image of
+ * 8 directory slots, 8 files can be created afterwards. */
 #include "test_ur_multi.h"
 
 #define IMG "x.sfs"
@@ -102,6 +104,27 @@ int main(void)
 	CHECK_EQ(sfs_stat(fs, "g", &sst), 0);
 	CHECK_EQ(sst.size, 10);
 	CHECK_EQ(sfs_unmount(fs), 0);
+	/* A client that leaves without closing releases its files: an
+	 * unlinked file it held open gives its directory slot back. */
+	unlink("y.sfs");
+	if ((e = sfs_format("y.sfs", 16ull << 20, 8)) < 0)
+		FAIL("format y: %s", strerror(-e));
+	struct urfs_ring y1, y2;
+	mp_ring(&y1, "y.sfs", 0);
+	mp_ring(&y2, "y.sfs", 0);
+	CHECK(mp_open(&y2, "z", URFS_O_CREAT) >= 0);
+	CHECK_EQ(mp_unlink(&y1, "z"), 0);
+	urfs_queue_exit(&y2);                        /* "z" still open there */
+	for (int i = 0; i < 8; i++) {
+		char nm[8];
+		snprintf(nm, sizeof(nm), "c%d", i);
+		int fd = mp_open(&y1, nm, URFS_O_CREAT);
+		if (fd < 0)
+			FAIL("create %d of 8 after the holder of an unlinked file left: %d", i + 1, fd);
+		CHECK_EQ(mp_fd_op(&y1, 0, fd), 0);
+	}
+	urfs_queue_exit(&y1);
+	FSCK_CLEAN("y.sfs");
 	printf("fsync visibility, unlink of an open file, per-client handles and limits, read-only client: ok\n");
 	return 0;
 }
