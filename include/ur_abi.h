@@ -178,7 +178,8 @@ struct ur_attach {
 };
 #define UR_ATTACH_RDONLY 0x1u
 #define UR_ATTACH_DIRECT 0x2u
-#define UR_ATTACH_VALID  0x3u
+#define UR_ATTACH_EXCL   0x4u        /* the only client while it lives */
+#define UR_ATTACH_VALID  0x7u
 
 /* The server's last word on a liveness socket, after the client shut its
  * side (or at the server's exit): an ur_hello with msg UR_BYE_LAST when this

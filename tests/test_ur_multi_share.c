@@ -10,7 +10,8 @@
  * server outlives its starter A, which leaves first, and exits 0 after the
  * last client; the image is then fsck-clean, the unlinked file gone. A
  * client that leaves with an unlinked file open releases it: on an image of
- * 8 directory slots, 8 files can be created afterwards. */
+ * 8 directory slots, 8 files can be created afterwards. An exclusive ring
+ * (URFS_SETUP_EXCL) refuses company both ways (-EBUSY). */
 #include "test_ur_multi.h"
 
 #define IMG "x.sfs"
@@ -125,6 +126,24 @@ int main(void)
 	}
 	urfs_queue_exit(&y1);
 	FSCK_CLEAN("y.sfs");
+	/* URFS_SETUP_EXCL (the channel API's rings): the only client */
+	if ((e = sfs_format("w.sfs", 16ull << 20, 0)) < 0)
+		FAIL("format w: %s", strerror(-e));
+	struct urfs_ring x1, x2;
+	struct urfs_params xp;
+	mp_ring(&x1, "w.sfs", URFS_SETUP_EXCL);
+	memset(&xp, 0, sizeof(xp));
+	xp.image = "w.sfs";
+	e = urfs_queue_init_params(8, &x2, &xp);
+	if (e != -EBUSY || !strstr(xp.errmsg, "in use by pid"))
+		FAIL("a client beside an exclusive one: %d '%s'", e, xp.errmsg);
+	urfs_queue_exit(&x1);
+	mp_ring(&x2, "w.sfs", 0);
+	xp.flags = URFS_SETUP_EXCL;
+	e = urfs_queue_init_params(8, &x1, &xp);
+	if (e != -EBUSY)
+		FAIL("an exclusive client beside another: %d '%s'", e, xp.errmsg);
+	urfs_queue_exit(&x2);
 	printf("fsync visibility, unlink of an open file, per-client handles and limits, read-only client: ok\n");
 	return 0;
 }

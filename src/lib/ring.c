@@ -428,9 +428,12 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 		argv[a++] = (char *)"--rdonly";
 	if (p->flags & URFS_SETUP_DIRECT)
 		argv[a++] = (char *)"--direct";
+	if (p->flags & URFS_SETUP_EXCL)
+		argv[a++] = (char *)"--exclusive";
 	argv[a] = NULL;
 	uint32_t aflags = (p->flags & URFS_SETUP_RDONLY ? UR_ATTACH_RDONLY : 0) |
-			  (p->flags & URFS_SETUP_DIRECT ? UR_ATTACH_DIRECT : 0);
+			  (p->flags & URFS_SETUP_DIRECT ? UR_ATTACH_DIRECT : 0) |
+			  (p->flags & URFS_SETUP_EXCL ? UR_ATTACH_EXCL : 0);
 	int afds[3] = { P->memfd, ring->sq_fd, ring->cq_fd };
 	struct ur_hello h;
 	uint64_t give_up = now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000u;

@@ -233,6 +233,15 @@ void ur_host_unlisten(struct ur_host *h)
 	h->npend_fd = 0;
 }
 
+/* Does a ring that wants to be the only client live? */
+static int host_excl(const struct ur_host *h)
+{
+	for (const struct ur_server *s = h->rings; s; s = s->next)
+		if (s->excl)
+			return 1;
+	return 0;
+}
+
 static void refuse(struct ur_host *h, int c, int err, const char *msg)
 {
 	h->n_refused++;
@@ -285,6 +294,11 @@ static int attach_one(struct ur_host *h, int c)
 		why = "bad attach message";
 	} else if ((msg.msg_flags & MSG_CTRUNC) || nfd != 3) {
 		why = "an attach passes exactly 3 descriptors";
+	} else if (host_excl(h) || ((m.flags & UR_ATTACH_EXCL) && h->nrings)) {
+		snprintf(text, sizeof(text), "in use by pid %d, %s", (int)getpid(),
+			 host_excl(h) ? "for one client only" : "with other clients");
+		why = text;
+		err = -EBUSY;
 	} else if ((h->attach_flags & UR_ATTACH_RDONLY) && !(m.flags & UR_ATTACH_RDONLY)) {
 		/* (O_DIRECT or not is the server's business: it serves the
 		 * image as it mounted it.) */
@@ -309,6 +323,7 @@ static int attach_one(struct ur_host *h, int c)
 	while (s->next)
 		s = s->next;
 	s->rdonly = !(h->attach_flags & UR_ATTACH_RDONLY) && (m.flags & UR_ATTACH_RDONLY);
+	s->excl = !!(m.flags & UR_ATTACH_EXCL);
 	if (ur_hello_send(c, 0, "ready") < 0)
 		s->gone = 1;                    /* nobody listening: the poll drops it */
 	return 0;

@@ -1,11 +1,12 @@
 /*
- * main.c - simplefs_server: the process a libur_fs.so client starts. It maps
- * the client's region (fd 3), mounts the image through a backend, says
- * "ready" (or why not) on the liveness socket (fd 6), serves the rings with
- * the doorbells on fds 4 and 5, and unmounts cleanly and exits when the
+ * main.c - simplefs_server: the process the first libur_fs.so client of an
+ * image starts. It takes that client's ring (region fd 3, doorbells fds 4 and
+ * 5, liveness socket fd 6), mounts the image through a backend, listens for
+ * later clients (host.c), says "ready" (or why not) on the liveness socket,
+ * serves every ring (serve.c), and unmounts cleanly and exits when the last
  * client goes away.
  *
- * Must never: outlive its client, leave the image mounted after it exits
+ * Must never: outlive its last client, leave the image mounted after it exits
  * normally, trust anything in the region, or print to stdout (it belongs to
  * the client's terminal); diagnostics go to stderr only for --check/--help.
  */
@@ -30,11 +31,13 @@ static void usage(FILE *f)
 		"usage: simplefs_server --client [options]   (started by libur_fs.so)\n"
 		"       simplefs_server --check --image PATH    (mount the image, report, exit)\n"
 		"\n"
-		"Serves one client's shared-memory rings (io_uring in user space) on a\n"
-		"SimpleFS image. The client hands over fd 3 (region memfd, sealed against\n"
-		"shrinking), fd 4 (SQ doorbell eventfd), fd 5 (CQ doorbell eventfd), fd 6\n"
-		"(AF_UNIX SOCK_SEQPACKET liveness socket); anything else is refused. The\n"
-		"server exits when the liveness socket hangs up or its parent dies.\n"
+		"Serves the shared-memory rings (io_uring in user space) of every client\n"
+		"of a SimpleFS image. The first client hands over fd 3 (region memfd,\n"
+		"sealed against shrinking), fd 4 (SQ doorbell eventfd), fd 5 (CQ doorbell\n"
+		"eventfd), fd 6 (AF_UNIX SOCK_SEQPACKET liveness socket); later ones attach\n"
+		"through the image's socket (docs/ABI.md); anything else is refused. A\n"
+		"ring ends when its liveness socket hangs up or the process that made it\n"
+		"dies; the server unmounts and exits after the last one.\n"
 		"\n"
 		"  --image PATH     the SimpleFS image (default $SFS_IMAGE or disk.sfs)\n"
 		"  --idle-us N      spin N microseconds without work before sleeping\n"
@@ -42,6 +45,7 @@ static void usage(FILE *f)
 		"  --direct         open the image O_DIRECT; aligned reads then go to the\n"
 		"                   image through the kernel's AIO, many in flight\n"
 		"  --no-aio         with --direct: no AIO, all image I/O synchronous (for comparison)\n"
+		"  --exclusive      the first client is the only one while it lives\n"
 		"  --create         format a default image if PATH does not exist\n"
 		"  --rdonly         mount read-only (shared lock: several readers)\n"
 		"  --backend NAME   one of: %s (default sfs if built in)\n"
@@ -76,13 +80,14 @@ int main(int argc, char **argv)
 		{ "check", no_argument, 0, 'k' },
 		{ "stats", no_argument, 0, 's' },
 		{ "no-aio", no_argument, 0, 'A' },
+		{ "exclusive", no_argument, 0, 'X' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
 	struct ur_backend_conf conf = { 0 };
 	const char *bname = NULL;
 	long idle_us = -1;
-	int client = 0, check = 0, stats = 0, aio = 1, c;
+	int client = 0, check = 0, stats = 0, aio = 1, excl = 0, c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -104,6 +109,7 @@ int main(int argc, char **argv)
 		case 'k': check = 1; break;
 		case 's': stats = 1; break;
 		case 'A': aio = 0; break;
+		case 'X': excl = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -198,6 +204,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct ur_server *s = h.rings;
+	s->excl = excl;
 	if (idle_us >= 0)
 		s->idle_ns = (uint64_t)(idle_us < UR_MAX_IDLE_US ? idle_us : UR_MAX_IDLE_US) * 1000u;
 

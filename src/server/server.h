@@ -67,6 +67,7 @@ struct ur_server {
 	uint64_t idle_since;
 	int gone;                          /* client left: tear down */
 	int rdonly;                        /* attached read-only to a read-write mount */
+	int excl;                          /* the server's only client while it lives */
 
 	/* Registered buffers (private snapshot). */
 	struct ur_iovec bufs[UR_MAX_BUFS];
