@@ -45,8 +45,8 @@ int main(void)
 	uint64_t data_off = ((struct ur_region_hdr *)hog.region)->data_off;
 	memcpy(hog.region + data_off, "f", 1);
 	struct urfs_sqe *sqe = urfs_get_sqe(&hog);
-	urfs_prep_openat(sqe, (const char *)(uintptr_t)data_off, 0);
-	sqe->len = 1;
+	urfs_prep_openat(sqe, "f", 0);
+	sqe->addr = data_off;                    /* RAW: the name's region offset */
 	int fh = mp_wait1(&hog);
 	CHECK(fh >= 0);
 	uint64_t buf = data_off + 4096;          /* hog read i lands at buf + i */
