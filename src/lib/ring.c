@@ -24,7 +24,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -282,20 +281,21 @@ out:
 }
 
 /* Does the lock-holder message name a running simplefs_server ("in use by
- * pid N")? Then a server is starting or leaving: attach again shortly. */
+ * pid N")? Then a server is starting or leaving: attach again shortly. (Its
+ * command line, not its name: a server run under valgrind counts too.) */
 static int holder_is_server(const char *msg)
 {
 	const char *p = strstr(msg, "in use by pid ");
 	if (!p)
 		return 0;
-	char path[64], comm[32] = "";
-	snprintf(path, sizeof(path), "/proc/%d/comm", atoi(p + 14));
-	FILE *f = fopen(path, "re");
-	if (!f)
+	char path[64], cmd[4096];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", atoi(p + 14));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
-	int ok = fgets(comm, sizeof(comm), f) && !strcmp(comm, "simplefs_server\n");
-	fclose(f);
-	return ok;
+	ssize_t n = read(fd, cmd, sizeof(cmd));
+	close(fd);
+	return n > 0 && memmem(cmd, (size_t)n, "simplefs_server", 15) != NULL;
 }
 
 static void free_priv(struct urfs__priv *P)
@@ -539,16 +539,26 @@ UR_EXPORT int urfs_queue_init(unsigned entries, struct urfs_ring *ring, unsigned
 	return urfs_queue_init_params(entries, ring, &p);
 }
 
-/* Wait (bounded) until process pid (not our child) has ended. */
+/* Wait (bounded) until process pid (not our child) has ended: gone, or a
+ * zombie its parent has yet to reap. On the exit path only. */
 static void wait_gone(pid_t pid, int timeout_ms)
 {
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pfd < 0)
-		return;                      /* gone already */
-	struct pollfd pf = { .fd = pfd, .events = POLLIN };
-	while (poll(&pf, 1, timeout_ms) < 0 && errno == EINTR)
-		;
-	close(pfd);
+	char path[64], st[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		ssize_t n = read(fd, st, sizeof(st) - 1);
+		close(fd);
+		st[n > 0 ? n : 0] = '\0';
+		const char *rp = strrchr(st, ')');
+		if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X' || now_ns() > end)
+			return;
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
 }
 
 /* urfs_queue_exit that says how the server ended: 0 when it released the

@@ -2,7 +2,8 @@
  * host.c - one simplefs_server, many clients: rings join (the first one on
  * fds 3..6 from the process that started the server, later ones through the
  * image's Unix socket with SCM_RIGHTS) and leave (their client closed its
- * liveness socket, or the process that made the ring died); the backend and
+ * liveness socket, or, for the first ring, the process that started the
+ * server died); the backend and
  * the mounted image are shared, everything else is per ring.
  *
  * Must never: accept a client of another user (SO_PEERCRED) or descriptors
@@ -21,7 +22,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,7 +77,7 @@ void ur_host_bye(int live, int err, const char *msg)
 	close(live);
 }
 
-int ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live, int pidfd,
+int ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live,
 		char *err, size_t errlen)
 {
 	struct ur_server *s = NULL;
@@ -129,7 +129,6 @@ int ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live, 
 	s->efd_sq = efd_sq;
 	s->efd_cq = efd_cq;
 	s->live = live;
-	s->pidfd = pidfd;
 	s->be = h->be;
 	s->bst = h->bst;
 	s->host = h;
@@ -150,8 +149,6 @@ fail:
 	close(memfd);
 	close(efd_sq);
 	close(efd_cq);
-	if (pidfd >= 0)
-		close(pidfd);
 	return r;
 }
 
@@ -176,8 +173,6 @@ void ur_host_drop(struct ur_host *h, struct ur_server *s)
 	munmap(s->base, s->size);
 	close(s->efd_sq);
 	close(s->efd_cq);
-	if (s->pidfd >= 0)
-		close(s->pidfd);
 	if (!h->rings && h->last_live < 0)
 		h->last_live = s->live;     /* its word comes after the unmount */
 	else
@@ -312,8 +307,7 @@ static int attach_one(struct ur_host *h, int c)
 		refuse(h, c, err, why);
 		return 0;
 	}
-	int pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
-	int r = ur_host_add(h, fds[0], fds[1], fds[2], c, pidfd, text, sizeof(text));
+	int r = ur_host_add(h, fds[0], fds[1], fds[2], c, text, sizeof(text));
 	if (r < 0) {
 		refuse(h, c, r, text);
 		return 0;

@@ -21,7 +21,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "server.h"
 
@@ -65,6 +64,15 @@ static void on_term(int sig)
 {
 	(void)sig;
 	ur_server_stop = 1;
+}
+
+static pid_t ur_parent;
+
+static void on_parent_death(int sig)
+{
+	(void)sig;
+	if (getppid() != ur_parent)
+		ur_server_parent_gone = 1;
 }
 
 int main(int argc, char **argv)
@@ -158,25 +166,22 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, SIG_IGN);     /* ^C reaches the client; we follow it out */
-	signal(SIGHUP, SIG_IGN);     /* we follow clients through sockets and pidfds */
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
+	/* The first ring follows the process that started us out: its death
+	 * (not the exit of the thread that did, which also sends the signal)
+	 * ends that ring even when something keeps its liveness socket open. */
+	sa.sa_handler = on_parent_death;
+	sigaction(SIGHUP, &sa, NULL);
+	ur_parent = getppid();
+	(void)prctl(PR_SET_PDEATHSIG, SIGHUP);   /* gone already: the socket says so */
 	close_range(UR_FD_LIVE + 1, ~0u, 0);
 	int live = UR_FD_LIVE;
 	if ((r = ur_check_live(live)) < 0) {
 		fprintf(stderr, "simplefs_server: fd %d is not the liveness socket: %s\n", live, strerror(-r));
 		return 2;
-	}
-	/* The first ring goes when the process that started us does, even if
-	 * something else keeps its liveness socket open (a pidfd: not merely
-	 * the thread that spawned us). Gone already: the socket says so. */
-	pid_t creator = getppid();
-	int pidfd = (int)syscall(SYS_pidfd_open, creator, 0);
-	if (pidfd >= 0 && getppid() != creator) {
-		close(pidfd);                /* that pid may be someone else's now */
-		return 1;
 	}
 	/* Our 0..2 must not hold the client's end of the liveness socket: its
 	 * hang-up is how we see the client go. */
@@ -198,13 +203,14 @@ int main(int argc, char **argv)
 	ur_host_init(&h, be);
 	h.aio = conf.direct && aio;
 	h.attach_flags = (conf.rdonly ? UR_ATTACH_RDONLY : 0) | (conf.direct ? UR_ATTACH_DIRECT : 0);
-	r = ur_host_add(&h, UR_FD_REGION, UR_FD_SQ_DOORBELL, UR_FD_CQ_DOORBELL, live, pidfd, err, sizeof(err));
+	r = ur_host_add(&h, UR_FD_REGION, UR_FD_SQ_DOORBELL, UR_FD_CQ_DOORBELL, live, err, sizeof(err));
 	if (r < 0) {
 		hello(live, r, err);
 		return 1;
 	}
 	struct ur_server *s = h.rings;
 	s->excl = excl;
+	s->first = 1;
 	if (idle_us >= 0)
 		s->idle_ns = (uint64_t)(idle_us < UR_MAX_IDLE_US ? idle_us : UR_MAX_IDLE_US) * 1000u;
 

@@ -25,6 +25,7 @@
 #include "server.h"
 
 volatile sig_atomic_t ur_server_stop;
+volatile sig_atomic_t ur_server_parent_gone;
 
 #define UR_YIELD_AFTER_NS 5000u
 
@@ -526,8 +527,8 @@ static int ring_turn(struct ur_server *s)
 	return 0;
 }
 
-enum { PF_SQ, PF_LIVE, PF_PID, PF_AIO, PF_LISTEN, PF_PENDING };
-#define UR_MAX_PFD (UR_MAX_CLIENTS * 4 + 1 + UR_PEND_MAX)
+enum { PF_SQ, PF_LIVE, PF_AIO, PF_LISTEN, PF_PENDING };
+#define UR_MAX_PFD (UR_MAX_CLIENTS * 3 + 1 + UR_PEND_MAX)
 
 /* Look at the sockets and doorbells of every ring and the listening socket,
  * waiting up to timeout_ms (0: just look); rings whose client left are
@@ -544,8 +545,6 @@ static void host_poll(struct ur_host *h, int timeout_ms)
 		if (!s->broken)
 			ADD(s->efd_sq, PF_SQ, s);
 		ADD(s->live, PF_LIVE, s);
-		if (s->pidfd >= 0)
-			ADD(s->pidfd, PF_PID, s);
 		if (s->aio_on && !s->broken)
 			ADD(s->aio_efd, PF_AIO, s);
 	}
@@ -571,9 +570,6 @@ static void host_poll(struct ur_host *h, int timeout_ms)
 			if (client_gone(p[i].revents, s->live))
 				s->gone = 1;
 			break;
-		case PF_PID:
-			s->gone = 1;            /* the process that made the ring is gone */
-			break;
 		case PF_AIO:
 			if (read(s->aio_efd, &v, sizeof(v)) < 0) {
 				/* EAGAIN: our own non-blocking eventfd, drained already */
@@ -589,6 +585,8 @@ static void host_poll(struct ur_host *h, int timeout_ms)
 	}
 	ur_host_expire(h, now_ns());
 	for (struct ur_server *s = h->rings, *next; s; s = next) {
+		if (ur_server_parent_gone && s->first)
+			s->gone = 1;    /* its process is gone, whoever holds its socket */
 		next = s->next;
 		if (s->gone)
 			ur_host_drop(h, s);

@@ -57,14 +57,12 @@ struct ur_server {
 	uint32_t nfiles;                   /* open now (<= UR_CLIENT_MAX_FILES) */
 
 	/* Many clients (host.c): the server this ring belongs to (NULL when a
-	 * driver serves one ring in-process), the next ring, the process that
-	 * created the ring (a pidfd: the ring goes when that process does), and
-	 * the idle clock of this ring. */
+	 * driver serves one ring in-process), the next ring, and the idle
+	 * clock of this ring. */
 	struct ur_host *host;
 	struct ur_server *next;
-	int pidfd;
-	int32_t pid;
 	uint64_t idle_since;
+	int first;                         /* from the server's parent (fds 3..6) */
 	int gone;                          /* client left: tear down */
 	int rdonly;                        /* attached read-only to a read-write mount */
 	int excl;                          /* the server's only client while it lives */
@@ -127,6 +125,8 @@ struct ur_host {
 #define UR_CHECK_NS 2000000u
 
 extern volatile sig_atomic_t ur_server_stop;
+/* The process that started the server (and made the first ring) is gone. */
+extern volatile sig_atomic_t ur_server_parent_gone;
 
 /* region.c: [off, off+len) inside [lo, lo+span)? Overflow-safe. */
 int  ur_inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t span);
@@ -166,10 +166,9 @@ void ur_image_quiesce(struct ur_server *s);
 /* host.c: rings joining and leaving. */
 /* Check the descriptors of a new client (region memfd, doorbells, liveness
  * socket), map and validate the region, add the ring to h. The descriptors
- * (pidfd: of the process that made the ring, or -1) become the ring's;
- * on failure all but live are closed. 0 or -errno + err. */
+ * become the ring's; on failure all but live are closed. 0 or -errno + err. */
 void ur_host_init(struct ur_host *h, const struct ur_backend_ops *be);
-int  ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live, int pidfd,
+int  ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live,
 		 char *err, size_t errlen);
 /* Tear down s (AIO drained first, files closed, region unmapped) and drop it. */
 void ur_host_drop(struct ur_host *h, struct ur_server *s);
