@@ -7,7 +7,8 @@
  * and every file is byte for byte what the replayed workload wrote. Then 4
  * clients again, one of them killed (SIGKILL) mid-run: the other three finish
  * and verify, the server releases the dead client's files and exits cleanly
- * after the last one. */
+ * after the last one. Then the same two runs of 4 on an O_DIRECT image
+ * (whole-page I/O through the server's kernel AIO). */
 #include "test_ur_multi.h"
 
 #define IMG "m.sfs"
@@ -88,5 +89,18 @@ int main(void)
 	run(4, -1);
 	run(8, -1);
 	run(4, 3);
+	/* O_DIRECT: whole-page reads and overwrites go by kernel AIO, each
+	 * ring its own context; metadata, syncs and sync writes of one client
+	 * wait for every client's AIO; the killed client's AIO is waited for
+	 * before its region is unmapped. */
+	char why[128];
+	if (!tu_have_odirect(".", why, sizeof(why))) {
+		tu_part_skip("O_DIRECT", "many clients on an O_DIRECT image", why);
+		return 0;
+	}
+	mp_flags = URFS_SETUP_DIRECT;
+	run(4, -1);
+	run(4, 1);
+	tu_part_ran("O_DIRECT", "many clients on an O_DIRECT image");
 	return 0;
 }

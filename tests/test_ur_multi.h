@@ -118,12 +118,15 @@ static inline int32_t mp_pwrite(struct urfs_ring *r, int fd, const void *buf, un
 	return mp_wait1(r);
 }
 
+/* Added to every ring's flags (URFS_SETUP_DIRECT: the image O_DIRECT). */
+static unsigned mp_flags;
+
 static inline void mp_ring(struct urfs_ring *r, const char *img, unsigned flags)
 {
 	struct urfs_params p;
 	memset(&p, 0, sizeof(p));
 	p.image = img;
-	p.flags = flags;
+	p.flags = flags | mp_flags;
 	int e = urfs_queue_init_params(32, r, &p);
 	if (e < 0)
 		FAIL("ring on %s: %s (%s)", img, strerror(-e), p.errmsg);
@@ -167,6 +170,10 @@ static inline void mp_client(struct urfs_ring *ring, const int fds[2], unsigned 
 			unsigned in = (unsigned)(mp_rand(&seed) % MP_PAGE);
 			x->off = (uint64_t)page * MP_PAGE + in;
 			x->len = 1 + (unsigned)(mp_rand(&seed) % (MP_PAGE - in));
+			if (mp_rand(&seed) % 4 == 0) {   /* whole pages: O_DIRECT's AIO path */
+				x->off = (uint64_t)page * MP_PAGE;
+				x->len = MP_PAGE;
+			}
 			x->wr = mp_rand(&seed) % 3 != 0;
 			x->fd = fds ? fds[x->file] : -1;
 			if (x->wr)
