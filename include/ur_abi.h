@@ -165,6 +165,33 @@ struct ur_hello {
 	char     msg[248];       /* NUL-terminated reason when err != 0 */
 };
 
+/* Attaching to a running server (docs/ABI.md, "Many clients"): a later
+ * client connects (SOCK_SEQPACKET) to the server's socket and sends one
+ * ur_attach with SCM_RIGHTS [region memfd, SQ doorbell, CQ doorbell]; the
+ * connection is its liveness socket, and the server's ur_hello comes back
+ * on it. */
+struct ur_attach {
+	uint32_t magic;          /* UR_ABI_MAGIC */
+	uint32_t version;        /* UR_ABI_VERSION */
+	uint32_t flags;          /* UR_ATTACH_*: must match how the server mounted */
+	uint32_t reserved;       /* 0 */
+};
+#define UR_ATTACH_RDONLY 0x1u
+#define UR_ATTACH_DIRECT 0x2u
+#define UR_ATTACH_EXCL   0x4u        /* the only client while it lives */
+#define UR_ATTACH_VALID  0x7u
+
+/* The server's last word on a liveness socket, after the client shut its
+ * side (or at the server's exit): an ur_hello with msg UR_BYE_LAST when this
+ * was the last client (err: the unmount's result, and the server exits
+ * now), UR_BYE_MORE when others remain (err 0). */
+#define UR_BYE_LAST "bye:last"
+#define UR_BYE_MORE "bye:more"
+
+/* Per client (docs/ABI.md, "Limits"). */
+#define UR_CLIENT_MAX_FILES 1024u        /* open handles; more: -EMFILE */
+#define UR_MAX_CLIENTS      64u          /* rings per server; more: refused, -EUSERS */
+
 /* Fixed descriptor numbers in the server when started by the library. */
 #define UR_FD_REGION 3
 #define UR_FD_SQ_DOORBELL 4

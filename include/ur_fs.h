@@ -61,6 +61,9 @@ extern "C" {
 #define URFS_SETUP_IDLE     0x10u  /* use idle_us as given (0 = sleep at once) */
 #define URFS_SETUP_RAW      0x20u  /* submit SQEs untranslated: addr fields are
 				      region offsets, user_data goes as is (tests) */
+#define URFS_SETUP_EXCL     0x40u  /* the server serves no other client while this
+				      ring lives (-EBUSY both ways): for users whose
+				      locks are their own process's (channels, SQLite) */
 
 struct urfs_params {
 	const char *image;        /* NULL: $SFS_IMAGE or disk.sfs */

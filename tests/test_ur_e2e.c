@@ -4,9 +4,11 @@
  * 1 MiB + 123 bytes, an empty file and a one-byte file in argument order byte
  * for byte, reports `cat_ur: missing: No such file or directory` and exits 1
  * while still printing the others; -i and $SFS_IMAGE pick the image; a
- * missing image is reported clearly; an image in use is reported with the
- * holder's pid (the server of another client). */
+ * missing image is reported clearly; while another client's server holds
+ * the image, cat_ur and a second library client attach to that server (same
+ * pid) and read, and `sfs put` is refused with the server's pid. */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +165,8 @@ int main(void)
 		FAIL("cat_ur created an image");
 	free(err);
 
-	/* 5. image in use: another client's server holds it */
+	/* 5. image in use: another client's server holds it. Clients attach
+	 * to it; the image tool is kept out with the server's pid. */
 	struct urfs_ring holder;
 	struct urfs_params p;
 	memset(&p, 0, sizeof(p));
@@ -172,20 +175,30 @@ int main(void)
 		FAIL("holder: %s", p.errmsg);
 	char *a6[] = { "cat_ur", "-i", "x.sfs", "one", NULL };
 	rc = run(a6);
-	err = slurp("err", NULL);
+	out = slurp("out", NULL);
+	if (rc != 0 || strcmp(out, "Z"))
+		FAIL("cat_ur beside another client: exit %d out '%s'", rc, out);
+	free(out);
 	char want[64];
-	snprintf(want, sizeof(want), "%d", holder.server_pid);
-	if (rc != 1 || !strstr(err, "in use") || !strstr(err, want))
-		FAIL("image in use: exit %d err '%s' (holder pid %s)", rc, err, want);
+	snprintf(want, sizeof(want), "in use by pid %d", holder.server_pid);
+	char *a7[] = { "sfs", "put", "x.sfs", "out", NULL };
+	rc = run(a7);
+	err = slurp("err", NULL);
+	if (rc == 0 || !strstr(err, want))
+		FAIL("sfs put while a server runs: exit %d err '%s' (want '%s')", rc, err, want);
 	free(err);
-	/* and through the library: -EBUSY with the message */
+	/* and through the library: attached to the same server */
 	struct urfs_ring second;
 	struct urfs_params p2;
 	memset(&p2, 0, sizeof(p2));
 	p2.image = "x.sfs";
 	int r = urfs_queue_init_params(4, &second, &p2);
-	if (r != -EBUSY || !strstr(p2.errmsg, want))
-		FAIL("second client: %d '%s'", r, p2.errmsg);
+	if (r != 0 || second.server_pid != holder.server_pid)
+		FAIL("second client: %d '%s', server %d (holder's %d)", r, p2.errmsg,
+		     second.server_pid, holder.server_pid);
+	urfs_queue_exit(&second);
+	if (kill(holder.server_pid, 0) < 0)
+		FAIL("the server left with the second client");
 	urfs_queue_exit(&holder);
 	printf("ok\n");
 	return 0;

@@ -76,6 +76,7 @@ static int ctx_get(const char *image, unsigned flags, const struct urch_opts *o,
 		p.flags |= URFS_SETUP_CREATE;
 	if (flags & URCH_DIRECT)
 		p.flags |= URFS_SETUP_DIRECT;
+	p.flags |= URFS_SETUP_EXCL;     /* our byte-range locks are this process's own */
 	p.staging_size = o->staging ? o->staging : UR_DEF_STAGING;
 	p.buf_area_size = o->reg_area ? o->reg_area : UR_DEF_REG;
 	int r = urfs_queue_init_params(o->ring_entries, &c->ring, &p);

@@ -46,6 +46,7 @@ struct urfs__priv {
 	uint64_t data_off, data_size;
 	uint64_t wait_spin_ns, spin_cur;
 	int memfd;
+	int spawned;            /* we started the server: it is our child */
 };
 
 int __urfs_queue_exit_status(struct urfs_ring *ring);

@@ -1,6 +1,7 @@
 /*
- * ring.c - libur_fs's ring API: create the shared region, start and stop the
- * simplefs_server that serves it, translate SQEs (ordinary buffers through the
+ * ring.c - libur_fs's ring API: create the shared region, attach it to the
+ * simplefs_server already serving the image (its Unix socket) or start one,
+ * leave it, translate SQEs (ordinary buffers through the
  * staging area, pointers into region offsets), submit with the SQPOLL wakeup
  * rule, and collect/wait for CQEs (spin briefly, then sleep on the CQ doorbell
  * or notice the server's death on the liveness socket).
@@ -23,9 +24,11 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "internal.h"
+#include "../common/attach.h"
 
 #ifndef UR_LIBEXECDIR
 #define UR_LIBEXECDIR "/usr/local/libexec/urfs"
@@ -203,6 +206,98 @@ out:
 	return r;
 }
 
+/* The server's word on live (its hello, or its last word): 0 and *h, or
+ * -errno and why in errmsg. */
+static int wait_hello(int live, struct ur_hello *h, char *errmsg, size_t errlen)
+{
+	struct pollfd pf = { .fd = live, .events = POLLIN };
+	int pr;
+	do
+		pr = poll(&pf, 1, READY_TIMEOUT_MS);
+	while (pr < 0 && errno == EINTR);
+	ssize_t n = pr > 0 ? recv(live, h, sizeof(*h), MSG_DONTWAIT) : -1;
+	if (n != (ssize_t)sizeof(*h)) {
+		snprintf(errmsg, errlen, "%s", pr == 0 ? "the server did not start in time"
+			 : "the server exited during start-up");
+		return pr == 0 ? -ETIMEDOUT : -EPIPE;
+	}
+	h->msg[sizeof(h->msg) - 1] = '\0';
+	return 0;
+}
+
+/*
+ * Attach the ring (fds: region memfd, SQ and CQ doorbells) to the server
+ * listening at sock: 0 with *live (the connection, now the liveness socket)
+ * and the server's hello in *h (h->err may say no); -ENOENT, -ECONNREFUSED
+ * or -ECONNRESET when no server is there (or it is just leaving); another
+ * -errno when the socket cannot be used.
+ */
+static int try_attach(const char *sock, const int fds[3], uint32_t aflags, int *live,
+		      struct ur_hello *h, char *errmsg, size_t errlen)
+{
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c < 0)
+		return -errno;
+	int r = 0;
+	if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		r = -errno;
+		goto out;
+	}
+	struct ur_attach m = { UR_ABI_MAGIC, UR_ABI_VERSION, aflags, 0 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 3)];
+		struct cmsghdr align;
+	} cb;
+	memset(&cb, 0, sizeof(cb));
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr msg;
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cb.buf;
+	msg.msg_controllen = sizeof(cb.buf);
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * 3);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * 3);
+	if (sendmsg(c, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
+		r = errno == EPIPE ? -ECONNRESET : -errno;
+		goto out;
+	}
+	if (wait_hello(c, h, errmsg, errlen) < 0) {
+		r = -ECONNRESET;             /* the server left meanwhile */
+		goto out;
+	}
+	*live = c;
+	return 0;
+out:
+	close(c);
+	return r;
+}
+
+/* Does the lock-holder message name a running simplefs_server ("in use by
+ * pid N")? Then a server is starting or leaving: attach again shortly. (Its
+ * command line, not its name: a server run under valgrind counts too.) */
+static int holder_is_server(const char *msg)
+{
+	const char *p = strstr(msg, "in use by pid ");
+	if (!p)
+		return 0;
+	char path[64], cmd[4096];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", atoi(p + 14));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, cmd, sizeof(cmd));
+	close(fd);
+	return n > 0 && memmem(cmd, (size_t)n, "simplefs_server", 15) != NULL;
+}
+
 static void free_priv(struct urfs__priv *P)
 {
 	if (!P)
@@ -298,8 +393,7 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	ring->region_size = g.size;
 	ring->sq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ring->cq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ring->sq_fd < 0 || ring->cq_fd < 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (ring->sq_fd < 0 || ring->cq_fd < 0) {
 		r = -errno;
 		goto err;
 	}
@@ -334,41 +428,68 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 		argv[a++] = (char *)"--rdonly";
 	if (p->flags & URFS_SETUP_DIRECT)
 		argv[a++] = (char *)"--direct";
+	if (p->flags & URFS_SETUP_EXCL)
+		argv[a++] = (char *)"--exclusive";
 	argv[a] = NULL;
-	int fds[4] = { P->memfd, ring->sq_fd, ring->cq_fd, sv[1] };
-	r = spawn_server(spath, argv, fds, &pid);
-	if (r < 0) {
-		snprintf(p->errmsg, sizeof(p->errmsg), "cannot start %.180s: %s", spath, strerror(-r));
-		pid = -1;
-		goto err;
-	}
-	close(sv[1]);
-	sv[1] = -1;
-
-	/* Wait for the server's word: ready, or why not. */
+	uint32_t aflags = (p->flags & URFS_SETUP_RDONLY ? UR_ATTACH_RDONLY : 0) |
+			  (p->flags & URFS_SETUP_DIRECT ? UR_ATTACH_DIRECT : 0) |
+			  (p->flags & URFS_SETUP_EXCL ? UR_ATTACH_EXCL : 0);
+	int afds[3] = { P->memfd, ring->sq_fd, ring->cq_fd };
 	struct ur_hello h;
-	struct pollfd pf = { .fd = sv[0], .events = POLLIN };
-	int pr;
-	do
-		pr = poll(&pf, 1, READY_TIMEOUT_MS);
-	while (pr < 0 && errno == EINTR);
-	ssize_t n = pr > 0 ? recv(sv[0], &h, sizeof(h), MSG_DONTWAIT) : -1;
-	if (n != (ssize_t)sizeof(h)) {
-		r = pr == 0 ? -ETIMEDOUT : -EPIPE;
-		snprintf(p->errmsg, sizeof(p->errmsg), "%s", pr == 0 ? "the server did not start in time"
-			 : "the server exited during start-up");
-		goto err;
+	uint64_t give_up = now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000u;
+	/* The image's server, if one runs, else a new one; two clients starting
+	 * at once: the image's lock lets one server mount, the other client
+	 * then attaches to it (docs/ABI.md, "Many clients"). */
+	for (;;) {
+		char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+		if (!(p->flags & URFS_SETUP_NOIMAGE) && ur_attach_path(image, sock, sizeof(sock), 0) == 0) {
+			r = try_attach(sock, afds, aflags, &sv[0], &h, p->errmsg, sizeof(p->errmsg));
+			if (r == 0)
+				break;
+			if (r != -ENOENT && r != -ECONNREFUSED && r != -ECONNRESET) {
+				snprintf(p->errmsg, sizeof(p->errmsg), "cannot attach to the server at %.150s: %s",
+					 sock, strerror(-r));
+				goto err;
+			}
+		}
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+			r = -errno;
+			goto err;
+		}
+		int fds[4] = { P->memfd, ring->sq_fd, ring->cq_fd, sv[1] };
+		r = spawn_server(spath, argv, fds, &pid);
+		if (r < 0) {
+			snprintf(p->errmsg, sizeof(p->errmsg), "cannot start %.180s: %s", spath, strerror(-r));
+			pid = -1;
+			goto err;
+		}
+		P->spawned = 1;
+		close(sv[1]);
+		sv[1] = -1;
+		if ((r = wait_hello(sv[0], &h, p->errmsg, sizeof(p->errmsg))) < 0)
+			goto err;
+		if (h.err != -EBUSY || !holder_is_server(h.msg) || now_ns() > give_up)
+			break;
+		/* Another client's server holds the image: it is starting (and
+		 * will listen) or leaving (and will let go). Try again. */
+		close(sv[0]);
+		sv[0] = -1;
+		reap(pid);
+		pid = -1;
+		P->spawned = 0;
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
 	}
 	if (h.err) {
-		h.msg[sizeof(h.msg) - 1] = '\0';
 		snprintf(p->errmsg, sizeof(p->errmsg), "%s", h.msg);
 		r = h.err < 0 && h.err > -4096 ? h.err : -EIO;
 		goto err;
 	}
-	p->server_pid = pid;
-
+	if (!P->spawned)
+		pid = h.pid;                 /* attached: another process's child */
 	ring->live_fd = sv[0];
 	ring->server_pid = pid;
+	p->server_pid = pid;
 	ring->flags = p->flags;
 	ring->priv = P;
 	struct ur_ring_ctl *sq = (struct ur_ring_ctl *)(base + g.sq_ctl_off);
@@ -394,7 +515,7 @@ err:
 		close(sv[0]);
 	if (sv[1] >= 0)
 		close(sv[1]);
-	if (pid > 0)
+	if (pid > 0 && P->spawned)
 		reap(pid);
 	if (ring->sq_fd >= 0)
 		close(ring->sq_fd);
@@ -418,17 +539,41 @@ UR_EXPORT int urfs_queue_init(unsigned entries, struct urfs_ring *ring, unsigned
 	return urfs_queue_init_params(entries, ring, &p);
 }
 
-/* urfs_queue_exit that says how the server ended: 0 clean, -EIO (it failed
- * to unmount cleanly, or died), -ECHILD (it could not be waited for). */
+/* Wait (bounded) until process pid (not our child) has ended: gone, or a
+ * zombie its parent has yet to reap. On the exit path only. */
+static void wait_gone(pid_t pid, int timeout_ms)
+{
+	char path[64], st[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		ssize_t n = read(fd, st, sizeof(st) - 1);
+		close(fd);
+		st[n > 0 ? n : 0] = '\0';
+		const char *rp = strrchr(st, ')');
+		if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X' || now_ns() > end)
+			return;
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* urfs_queue_exit that says how the server ended: 0 when it released the
+ * ring cleanly (and, if this was its last client, unmounted cleanly), -EIO
+ * when it failed to unmount or died. */
 int __urfs_queue_exit_status(struct urfs_ring *ring)
 {
 	if (!ring->priv)
 		return -EINVAL;
-	/* EOF on the liveness socket tells the server to unmount and exit; its
-	 * end closing (EOF here) says it has. Waiting for that, not only for
-	 * waitpid, also works when the program ignores SIGCHLD. */
+	/* EOF on the liveness socket tells the server to release the ring (and
+	 * to unmount and exit after its last client); its last word, then its
+	 * end closing, says it has. Waiting for that, not for waitpid, also
+	 * works when the program ignores SIGCHLD. */
 	shutdown(ring->live_fd, SHUT_WR);
-	int waited_ms = 0;
+	int waited_ms = 0, bye = 0, last = 0, err = 0;
 	while (waited_ms < EXIT_TIMEOUT_MS) {
 		struct pollfd pf = { .fd = ring->live_fd, .events = POLLIN };
 		int r = poll(&pf, 1, 1000);
@@ -438,16 +583,33 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 			waited_ms += 1000;
 			continue;
 		}
-		char b[sizeof(struct ur_hello)];
-		if (r < 0 || recv(ring->live_fd, b, sizeof(b), MSG_DONTWAIT) <= 0)
+		struct ur_hello h;
+		ssize_t n = r < 0 ? -1 : recv(ring->live_fd, &h, sizeof(h), MSG_DONTWAIT);
+		if (n <= 0)
 			break;
+		if (n == (ssize_t)sizeof(h)) {
+			h.msg[sizeof(h.msg) - 1] = '\0';
+			if (!strcmp(h.msg, UR_BYE_LAST) || !strcmp(h.msg, UR_BYE_MORE)) {
+				bye = 1;
+				last = !strcmp(h.msg, UR_BYE_LAST);
+				err = h.err;
+			}
+		}
 	}
 	close(ring->live_fd);
 	/* A server that has not finished long after its client left is broken:
 	 * end it rather than hang the client (the journal keeps the image sound). */
 	if (waited_ms >= EXIT_TIMEOUT_MS && ring->server_pid > 0)
 		kill(ring->server_pid, SIGKILL);
-	int st = ring->server_pid > 0 ? reap(ring->server_pid) : -1;
+	/* Our child: reap it once it exits (its last client gone, or dead);
+	 * if it serves others still, it is reaped when it ends (a zombie until
+	 * this process waits for it or exits: docs/ABI.md). Another process's
+	 * child: its last client returns when it has exited. */
+	int st = 0;
+	if (ring->server_pid > 0 && ring->priv->spawned && (last || !bye))
+		st = reap(ring->server_pid);
+	else if (ring->server_pid > 0 && last)
+		wait_gone(ring->server_pid, EXIT_TIMEOUT_MS);
 	close(ring->sq_fd);
 	close(ring->cq_fd);
 	munmap(ring->region, ring->region_size);
@@ -455,7 +617,7 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 	free_priv(ring->priv);
 	memset(ring, 0, sizeof(*ring));
 	ring->sq_fd = ring->cq_fd = ring->live_fd = -1;
-	return st == 0 ? 0 : st < 0 ? -ECHILD : -EIO;
+	return bye && err == 0 && st == 0 ? 0 : -EIO;
 }
 
 UR_EXPORT void urfs_queue_exit(struct urfs_ring *ring)

@@ -1,11 +1,12 @@
 /*
- * main.c - simplefs_server: the process a libur_fs.so client starts. It maps
- * the client's region (fd 3), mounts the image through a backend, says
- * "ready" (or why not) on the liveness socket (fd 6), serves the rings with
- * the doorbells on fds 4 and 5, and unmounts cleanly and exits when the
+ * main.c - simplefs_server: the process the first libur_fs.so client of an
+ * image starts. It takes that client's ring (region fd 3, doorbells fds 4 and
+ * 5, liveness socket fd 6), mounts the image through a backend, listens for
+ * later clients (host.c), says "ready" (or why not) on the liveness socket,
+ * serves every ring (serve.c), and unmounts cleanly and exits when the last
  * client goes away.
  *
- * Must never: outlive its client, leave the image mounted after it exits
+ * Must never: outlive its last client, leave the image mounted after it exits
  * normally, trust anything in the region, or print to stdout (it belongs to
  * the client's terminal); diagnostics go to stderr only for --check/--help.
  */
@@ -29,11 +30,13 @@ static void usage(FILE *f)
 		"usage: simplefs_server --client [options]   (started by libur_fs.so)\n"
 		"       simplefs_server --check --image PATH    (mount the image, report, exit)\n"
 		"\n"
-		"Serves one client's shared-memory rings (io_uring in user space) on a\n"
-		"SimpleFS image. The client hands over fd 3 (region memfd, sealed against\n"
-		"shrinking), fd 4 (SQ doorbell eventfd), fd 5 (CQ doorbell eventfd), fd 6\n"
-		"(AF_UNIX SOCK_SEQPACKET liveness socket); anything else is refused. The\n"
-		"server exits when the liveness socket hangs up or its parent dies.\n"
+		"Serves the shared-memory rings (io_uring in user space) of every client\n"
+		"of a SimpleFS image. The first client hands over fd 3 (region memfd,\n"
+		"sealed against shrinking), fd 4 (SQ doorbell eventfd), fd 5 (CQ doorbell\n"
+		"eventfd), fd 6 (AF_UNIX SOCK_SEQPACKET liveness socket); later ones attach\n"
+		"through the image's socket (docs/ABI.md); anything else is refused. A\n"
+		"ring ends when its liveness socket hangs up or the process that made it\n"
+		"dies; the server unmounts and exits after the last one.\n"
 		"\n"
 		"  --image PATH     the SimpleFS image (default $SFS_IMAGE or disk.sfs)\n"
 		"  --idle-us N      spin N microseconds without work before sleeping\n"
@@ -41,12 +44,20 @@ static void usage(FILE *f)
 		"  --direct         open the image O_DIRECT; aligned reads then go to the\n"
 		"                   image through the kernel's AIO, many in flight\n"
 		"  --no-aio         with --direct: no AIO, all image I/O synchronous (for comparison)\n"
+		"  --exclusive      the first client is the only one while it lives\n"
 		"  --create         format a default image if PATH does not exist\n"
 		"  --rdonly         mount read-only (shared lock: several readers)\n"
 		"  --backend NAME   one of: %s (default sfs if built in)\n"
 		"  --stats          print counters to stderr at exit\n"
 		"  --help           this text\n",
 		ur_backend_names());
+}
+
+/* The hello on the first client's liveness socket (never blocks: a client
+ * that filled the socket gets no word; -1 then). */
+static int hello(int live, int err, const char *msg)
+{
+	return ur_hello_send(live, err, msg);
 }
 
 static void on_term(int sig)
@@ -61,34 +72,7 @@ static void on_parent_death(int sig)
 {
 	(void)sig;
 	if (getppid() != ur_parent)
-		ur_server_stop = 1;
-}
-
-/* 0 if fd is an AF_UNIX SOCK_SEQPACKET socket, else -errno. */
-static int check_live(int fd)
-{
-	int v;
-	socklen_t l = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l) < 0)
-		return -errno;
-	if (v != AF_UNIX)
-		return -EPROTOTYPE;
-	l = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0)
-		return -errno;
-	return v == SOCK_SEQPACKET ? 0 : -EPROTOTYPE;
-}
-
-/* Never blocks: a client that filled the socket gets no word, and the
- * server, which has nobody to serve, gives up (returns -1). */
-static int hello(int live, int err, const char *msg)
-{
-	struct ur_hello h;
-	memset(&h, 0, sizeof(h));
-	h.err = err;
-	h.pid = (int32_t)getpid();
-	snprintf(h.msg, sizeof(h.msg), "%s", msg ? msg : "");
-	return send(live, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(h) ? 0 : -1;
+		ur_server_parent_gone = 1;
 }
 
 int main(int argc, char **argv)
@@ -104,13 +88,14 @@ int main(int argc, char **argv)
 		{ "check", no_argument, 0, 'k' },
 		{ "stats", no_argument, 0, 's' },
 		{ "no-aio", no_argument, 0, 'A' },
+		{ "exclusive", no_argument, 0, 'X' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
 	struct ur_backend_conf conf = { 0 };
 	const char *bname = NULL;
 	long idle_us = -1;
-	int client = 0, check = 0, stats = 0, aio = 1, c;
+	int client = 0, check = 0, stats = 0, aio = 1, excl = 0, c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -132,6 +117,7 @@ int main(int argc, char **argv)
 		case 'k': check = 1; break;
 		case 's': stats = 1; break;
 		case 'A': aio = 0; break;
+		case 'X': excl = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -174,7 +160,7 @@ int main(int argc, char **argv)
 	}
 
 	/* Client mode. Keep nothing the client did not mean to hand us: no
-	 * blocked signals either (the timer and parent-death signals must land). */
+	 * blocked signals either (the doorbell timer's signal must land). */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -184,23 +170,23 @@ int main(int argc, char **argv)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
-	/* Follow the process that started us out: its death (not the exit of
-	 * the thread that did, which also sends the signal) stops the server
-	 * even when something blocks or keeps the liveness socket open. */
+	/* The first ring follows the process that started us out: its death
+	 * (not the exit of the thread that did, which also sends the signal)
+	 * ends that ring even when something keeps its liveness socket open. */
 	sa.sa_handler = on_parent_death;
 	sigaction(SIGHUP, &sa, NULL);
 	ur_parent = getppid();
 	(void)prctl(PR_SET_PDEATHSIG, SIGHUP);   /* gone already: the socket says so */
 	close_range(UR_FD_LIVE + 1, ~0u, 0);
 	int live = UR_FD_LIVE;
-	if ((r = check_live(live)) < 0) {
+	if ((r = ur_check_live(live)) < 0) {
 		fprintf(stderr, "simplefs_server: fd %d is not the liveness socket: %s\n", live, strerror(-r));
 		return 2;
 	}
 	/* Our 0..2 must not hold the client's end of the liveness socket: its
 	 * hang-up is how we see the client go. */
 	for (int fd = 0; fd <= 2; fd++)
-		if (check_live(fd) == 0) {
+		if (ur_check_live(fd) == 0) {
 			int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 			if (nul < 0 || dup2(nul, fd) < 0) {
 				hello(live, -EBADF, "cannot replace a socket on fd 0..2");
@@ -208,79 +194,62 @@ int main(int argc, char **argv)
 			}
 			close(nul);
 		}
-	if ((r = ur_doorbell_check(UR_FD_SQ_DOORBELL, err, sizeof(err))) < 0 ||
-	    (r = ur_doorbell_check(UR_FD_CQ_DOORBELL, err, sizeof(err))) < 0) {
-		hello(live, r, err);
-		return 1;
-	}
 	if ((r = ur_doorbell_init()) < 0) {
 		hello(live, r, "cannot create the doorbell timer");
 		return 1;
 	}
 
-	/* Seals first, then the size: once it is sealed against shrinking,
-	 * the size fstat reports is one the client can no longer take away. */
-	int seals = fcntl(UR_FD_REGION, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-		hello(live, -EINVAL, "region is not sealed against shrinking");
-		return 1;
-	}
-	struct stat stt;
-	if (fstat(UR_FD_REGION, &stt) < 0 || stt.st_size <= 0) {
-		hello(live, -EINVAL, "cannot size the region");
-		return 1;
-	}
-	uint64_t size = (uint64_t)stt.st_size;
-	uint8_t *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, UR_FD_REGION, 0);
-	if (base == MAP_FAILED) {
-		r = -errno;
-		hello(live, r, "cannot map the region");
-		return 1;
-	}
-	close(UR_FD_REGION);
-
-	static struct ur_server s;
-	r = ur_server_attach(&s, base, size, err, sizeof(err));
+	static struct ur_host h;
+	ur_host_init(&h, be);
+	h.aio = conf.direct && aio;
+	h.attach_flags = (conf.rdonly ? UR_ATTACH_RDONLY : 0) | (conf.direct ? UR_ATTACH_DIRECT : 0);
+	r = ur_host_add(&h, UR_FD_REGION, UR_FD_SQ_DOORBELL, UR_FD_CQ_DOORBELL, live, err, sizeof(err));
 	if (r < 0) {
 		hello(live, r, err);
 		return 1;
 	}
+	struct ur_server *s = h.rings;
+	s->excl = excl;
+	s->first = 1;
 	if (idle_us >= 0)
-		s.idle_ns = (uint64_t)(idle_us < UR_MAX_IDLE_US ? idle_us : UR_MAX_IDLE_US) * 1000u;
-	s.efd_sq = UR_FD_SQ_DOORBELL;
-	s.efd_cq = UR_FD_CQ_DOORBELL;
-	s.live = live;
-	s.be = be;
-	s.hdr->server_pid = (int32_t)getpid();
+		s->idle_ns = (uint64_t)(idle_us < UR_MAX_IDLE_US ? idle_us : UR_MAX_IDLE_US) * 1000u;
 
 	r = be->init(&conf, &bst, err, sizeof(err));
 	if (r < 0) {
-		ur_store_release(&s.hdr->server_state, UR_STATE_FAILED);
+		ur_server_set_state(s, UR_STATE_FAILED);
 		hello(live, r, err[0] ? err : strerror(-r));
 		return 1;
 	}
 	if (err[0])
 		fprintf(stderr, "simplefs_server: %s: warning: %s\n", conf.image, err);
-	s.bst = bst;
-	if (conf.direct && aio) {
-		r = ur_aio_init(&s);
+	h.bst = bst;
+	s->bst = bst;
+	if (h.aio) {
+		r = ur_aio_init(s);
 		if (r < 0 && stats)
 			fprintf(stderr, "simplefs_server: O_DIRECT reads stay synchronous: %s\n", strerror(-r));
 	}
+	/* Later clients of this image attach through its socket (ABI.md). */
+	if (strcmp(be->name, "none") && (r = ur_host_listen(&h, conf.image)) < 0 && stats)
+		fprintf(stderr, "simplefs_server: no socket for more clients: %s\n", strerror(-r));
 	if (hello(live, 0, "ready") < 0)
-		ur_server_stop = 1;      /* nobody listening: unmount and go */
+		s->gone = 1;                 /* nobody listening: drop it, unmount and go */
 
-	ur_server_run(&s);
+	ur_host_run(&h);
 
-	ur_aio_fini(&s);
-	ur_server_close_files(&s);
+	ur_host_unlisten(&h);
+	while (h.rings)
+		ur_host_drop(&h, h.rings);
 	r = be->fini(bst);
+	ur_host_bye(h.last_live, r < 0 ? r : 0, UR_BYE_LAST);
 	if (stats)
 		fprintf(stderr, "simplefs_server: %llu SQEs (%llu reads, %llu writes by AIO; "
-			"%llu waits for an AIO slot), %llu sleeps, %llu client wakeups\n",
-			(unsigned long long)s.n_sqe, (unsigned long long)s.n_aio,
-			(unsigned long long)s.n_aio_w, (unsigned long long)s.n_busy,
-			(unsigned long long)s.n_sleep, (unsigned long long)s.n_wake_client);
+			"%llu waits for an AIO slot), %llu sleeps, %llu client wakeups; "
+			"%llu clients attached, %llu refused\n",
+			(unsigned long long)h.n_sqe, (unsigned long long)h.n_aio,
+			(unsigned long long)h.n_aio_w, (unsigned long long)h.n_busy,
+			(unsigned long long)h.n_sleep, (unsigned long long)h.n_wake_client,
+			(unsigned long long)h.n_attach, (unsigned long long)h.n_refused);
 	if (r < 0) {
 		fprintf(stderr, "simplefs_server: %s: unmount: %s\n", conf.image, strerror(-r));
 		return 1;

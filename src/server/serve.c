@@ -1,7 +1,9 @@
 /*
  * serve.c - simplefs_server's ring loop: take SQEs, validate, dispatch to the
- * backend, post CQEs; spin while busy, sleep on the SQ doorbell when idle
- * (io_uring's SQPOLL rule), wake a sleeping client through the CQ doorbell.
+ * backend, post CQEs; serve every client's ring in turn with a budget per
+ * turn (one busy client cannot starve the others); spin while any ring is
+ * busy, sleep on all the SQ doorbells when all are idle (io_uring's SQPOLL
+ * rule, per ring), wake a sleeping client through its CQ doorbell.
  *
  * Must never trust the region: each SQE is copied to a local before it is
  * looked at, every offset/length/index is checked against the geometry
@@ -23,6 +25,7 @@
 #include "server.h"
 
 volatile sig_atomic_t ur_server_stop;
+volatile sig_atomic_t ur_server_parent_gone;
 
 #define UR_YIELD_AFTER_NS 5000u
 
@@ -85,6 +88,7 @@ static int fd_mark(struct ur_server *s, int fd)
 		s->fdcap = ncap;
 	}
 	s->fdopen[fd] = 1;
+	s->nfiles++;
 	return 0;
 }
 
@@ -95,6 +99,7 @@ void ur_server_close_files(struct ur_server *s)
 			s->be->close(s->bst, fd);
 			s->fdopen[fd] = 0;
 		}
+	s->nfiles = 0;
 	free(s->fdopen);
 	s->fdopen = NULL;
 	s->fdcap = 0;
@@ -197,6 +202,34 @@ static int32_t do_register(struct ur_server *s, const struct ur_sqe *q)
 	return 0;
 }
 
+static void publish_cq(struct ur_server *s);
+
+/* Image I/O in flight or queued, of any ring of the server? Another client's
+ * in-flight overwrite must not meet a truncate or a sync write of this one. */
+static int image_busy(struct ur_server *s)
+{
+	if (!s->host)
+		return s->aio_inflight || s->npend;
+	for (struct ur_server *r = s->host->rings; r; r = r->next)
+		if (r->aio_inflight || r->npend)
+			return 1;
+	return 0;
+}
+
+void ur_image_quiesce(struct ur_server *s)
+{
+	if (!s->host) {
+		ur_aio_drain(s);
+		return;
+	}
+	for (struct ur_server *r = s->host->rings; r; r = r->next)
+		if (r->aio_inflight || r->npend) {
+			ur_aio_drain(r);
+			if (r != s)
+				publish_cq(r);   /* s publishes at the end of its batch */
+		}
+}
+
 /*
  * READ/WRITE(_FIXED) on the O_DIRECT image path when they qualify (aio.c);
  * UR_AIO_NOT_ASYNC otherwise. A write that takes the synchronous path waits
@@ -207,8 +240,8 @@ static int32_t rw_async(struct ur_server *s, const struct ur_sqe *q, int wr)
 	int32_t r = UR_AIO_NOT_ASYNC;
 	if (s->aio_on && !q->flags && q->off != UR_OFF_POS)
 		r = ur_aio_rw(s, q, s->base + q->addr, wr);
-	if (r == UR_AIO_NOT_ASYNC && wr && (s->aio_inflight || s->npend))
-		ur_aio_drain(s);
+	if (r == UR_AIO_NOT_ASYNC && wr && image_busy(s))
+		ur_image_quiesce(s);
 	return r;
 }
 
@@ -238,7 +271,11 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 			return -EINVAL;
 		if ((r = get_name(s, q->addr, q->len, name)) < 0)
 			return r;
-		r = s->be->open(s->bst, name, q->op_flags);
+		if (s->nfiles >= UR_CLIENT_MAX_FILES)
+			return -EMFILE;          /* this client's limit (ABI.md) */
+		if (s->rdonly && (q->op_flags & (UR_O_CREAT | UR_O_TRUNC)))
+			return -EROFS;           /* a read-only client of a read-write mount */
+		r = s->be->open(s->bst, name, q->op_flags | (s->rdonly ? UR_O_RDONLY : 0));
 		if (r >= 0 && fd_mark(s, r) < 0) {
 			s->be->close(s->bst, r);
 			return -ENOMEM;
@@ -248,6 +285,7 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		if (!fd_ok(s, q->fd))
 			return -EBADF;
 		s->fdopen[q->fd] = 0;
+		s->nfiles--;
 		return s->be->close(s->bst, q->fd);
 	case UR_OP_READ:
 	case UR_OP_WRITE:
@@ -291,6 +329,8 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 	case UR_OP_UNLINK:
 		if ((r = get_name(s, q->addr, q->len, name)) < 0)
 			return r;
+		if (s->rdonly)
+			return -EROFS;
 		return s->be->unlink(s->bst, name);
 	case UR_OP_STATX:
 		if (!data_ok(s, q->addr2, sizeof(st)))
@@ -317,7 +357,7 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 
 /* ---- the ring ---------------------------------------------------------- */
 
-static void set_state(struct ur_server *s, uint32_t st)
+void ur_server_set_state(struct ur_server *s, uint32_t st)
 {
 	ur_store_release(&s->hdr->server_state, st);
 }
@@ -356,16 +396,19 @@ static uint32_t available(struct ur_server *s)
 	return pending < room ? pending : room;
 }
 
-/* One batch: take what can be taken, publish SQ head and CQ tail. Stops
+/* One batch of at most budget SQEs: take what can be taken, publish SQ head
+ * and CQ tail. Stops
  * early, leaving the SQE in the SQ, when it needs an AIO slot and none is
  * free (back-pressure: it is retried after a completion, never served
  * synchronously behind a full AIO queue). */
-static uint32_t serve_batch(struct ur_server *s)
+static uint32_t serve_batch(struct ur_server *s, uint32_t budget)
 {
 	s->aio_full = 0;
 	uint32_t n = available(s);
 	if (!n)
 		return 0;
+	if (n > budget)
+		n = budget;
 	uint32_t i;
 	for (i = 0; i < n; i++) {
 		struct ur_sqe q;
@@ -373,7 +416,7 @@ static uint32_t serve_batch(struct ur_server *s)
 		s->sq_head++;
 		int64_t expect;
 		int32_t res;
-		if (s->aio_inflight || s->npend) {
+		if (image_busy(s)) {
 			/* Only plain reads and writes may run beside image I/O in
 			 * flight (a write that cannot go async drains in execute);
 			 * anything else (a metadata change, fsync, a link, a drain)
@@ -382,7 +425,7 @@ static uint32_t serve_batch(struct ur_server *s)
 				     q.opcode == UR_OP_WRITE || q.opcode == UR_OP_WRITE_FIXED) &&
 				    !q.flags && !s->chain_failed;
 			if (!plain)
-				ur_aio_drain(s);
+				ur_image_quiesce(s);
 		}
 		if (s->chain_failed) {
 			res = -ECANCELED;
@@ -426,7 +469,7 @@ uint32_t ur_server_poll(struct ur_server *s)
 		return 0;
 	if (s->aio_inflight && ur_aio_reap(s, 0))
 		publish_cq(s);
-	return serve_batch(s);
+	return serve_batch(s, UINT32_MAX);
 }
 
 /* Returns 1 if the client is gone (EOF/hangup on the liveness socket). */
@@ -443,107 +486,214 @@ static int client_gone(short revents, int live)
 	return 0;
 }
 
-int ur_server_run(struct ur_server *s)
-{
-	uint64_t idle_since = 0;
-	unsigned spins = 0;
+/* ---- many rings (docs/ABI.md, "Many clients") -------------------------- */
 
-	set_state(s, UR_STATE_READY);
-	while (!ur_server_stop) {
-		uint32_t reaped = 0;
-		if (s->aio_inflight) {
-			if (s->npend && ur_aio_flush_due(s, now_ns()))
-				ur_aio_flush(s);
-			if ((reaped = ur_aio_reap(s, 0)))
-				publish_cq(s);
-		}
-		if ((!s->broken && serve_batch(s)) || reaped) {
-			idle_since = 0;
+/*
+ * How long the server spins after ring s last had work before it may sleep:
+ * the idle spin rule, in this one place per ring. The server sleeps only
+ * when no ring is within its window.
+ */
+static uint64_t ring_idle_spin_ns(struct ur_server *s)
+{
+	return s->idle_ns;
+}
+
+/* One turn of ring s: its AIO completions, then at most UR_TURN_BUDGET SQEs.
+ * Did it do any work? A ring found corrupted is shut down here. */
+static int ring_turn(struct ur_server *s)
+{
+	if (s->gone || s->broken > 1)
+		return 0;
+	uint32_t reaped = 0;
+	if (s->aio_inflight) {
+		if (s->npend && ur_aio_flush_due(s, now_ns()))
+			ur_aio_flush(s);
+		if ((reaped = ur_aio_reap(s, 0)))
+			publish_cq(s);
+	}
+	uint32_t n = s->broken ? 0 : serve_batch(s, UR_TURN_BUDGET);
+	if (s->broken) {
+		/* Serve no more; wait for the client to go away. */
+		ur_aio_drain(s);
+		publish_cq(s);
+		ur_server_set_state(s, UR_STATE_BROKEN);
+		s->broken = 2;
+		return 0;
+	}
+	if (n || reaped) {
+		s->idle_since = 0;
+		return 1;
+	}
+	return 0;
+}
+
+enum { PF_SQ, PF_LIVE, PF_AIO, PF_LISTEN, PF_PENDING };
+#define UR_MAX_PFD (UR_MAX_CLIENTS * 3 + 1 + UR_PEND_MAX)
+
+/* Look at the sockets and doorbells of every ring and the listening socket,
+ * waiting up to timeout_ms (0: just look); rings whose client left are
+ * dropped, new clients attach. */
+static void host_poll(struct ur_host *h, int timeout_ms)
+{
+	struct pollfd p[UR_MAX_PFD];
+	struct ur_server *who[UR_MAX_PFD];
+	uint8_t kind[UR_MAX_PFD];
+	int n = 0;
+#define ADD(f, k, s) do { p[n].fd = (f); p[n].events = POLLIN; p[n].revents = 0; \
+			  kind[n] = (k); who[n] = (s); n++; } while (0)
+	for (struct ur_server *s = h->rings; s; s = s->next) {
+		if (!s->broken)
+			ADD(s->efd_sq, PF_SQ, s);
+		ADD(s->live, PF_LIVE, s);
+		if (s->aio_on && !s->broken)
+			ADD(s->aio_efd, PF_AIO, s);
+	}
+	if (h->listen_fd >= 0)
+		ADD(h->listen_fd, PF_LISTEN, NULL);
+	for (int i = 0; i < UR_PEND_MAX; i++)
+		if (h->pend_fd[i] >= 0)
+			ADD(h->pend_fd[i], PF_PENDING, NULL);
+#undef ADD
+	if (h->npend_fd && timeout_ms < 0)
+		timeout_ms = UR_PEND_MS;     /* a silent connection is not kept for ever */
+	int r = poll(p, (nfds_t)n, timeout_ms);
+	for (int i = 0; r > 0 && i < n; i++) {
+		if (!p[i].revents)
 			continue;
-		}
-		if (s->aio_full && !s->broken) {
-			/* Every AIO slot is taken and an SQE waits for one: wait
-			 * for a completion (the disk's time, not the client's). */
-			s->aio_full = 0;
-			if (s->aio_inflight && ur_aio_reap(s, 1))
-				publish_cq(s);
-			idle_since = 0;
-			continue;
-		}
-		if (s->broken) {
-			/* Serve no more; just wait for the client to go away. */
-			ur_aio_drain(s);
-			set_state(s, UR_STATE_BROKEN);
-			struct pollfd p = { .fd = s->live, .events = POLLIN };
-			if (poll(&p, 1, -1) > 0 && client_gone(p.revents, s->live))
-				break;
-			continue;
-		}
-		/* Idle: spin for idle_ns, then sleep. */
-		if (s->idle_ns) {
-			if (!idle_since) {
-				idle_since = now_ns();
-				spins = 0;
-				ur_store_relaxed(&s->sq->owner_cpu, (uint32_t)sched_getcpu() + 1);
-				continue;
-			}
-			if (++spins & 63) {
-				ur_cpu_relax();
-				continue;
-			}
-			/* The client runs on this very CPU: spinning only delays it. */
-			uint32_t mycpu = (uint32_t)sched_getcpu() + 1;
-			if (ur_load_relaxed(&s->sq->owner_cpu) != mycpu)
-				ur_store_relaxed(&s->sq->owner_cpu, mycpu);
-			/* (No 'continue': the idle clock runs on, so the server still
-			 * goes to sleep, and sees its client leave, on time.) */
-			int yielded = 0;
-			if (ur_load_relaxed(&s->cq->owner_cpu) == mycpu) {
-				sched_yield();
-				yielded = 1;
-			}
-			uint64_t idle = now_ns() - idle_since;
-			if (idle < s->idle_ns) {
-				/* On a machine with more runnable threads than CPUs the
-				 * client may be waiting for this very CPU: offer it now
-				 * and then (measured: 5x the IOPS under load). Not while
-				 * image reads are in flight: then the wait is the disk's. */
-				if (!yielded && !(spins & 255) && idle > UR_YIELD_AFTER_NS && !s->aio_inflight)
-					sched_yield();
-				continue;
-			}
-		}
-		if (s->npend) {
-			ur_aio_flush(s);       /* never sleep on unsubmitted reads */
-			continue;
-		}
-		ur_fetch_or(&s->sq->flags, UR_SQ_NEED_WAKEUP);
-		ur_smp_mb();
-		if (available(s) || s->broken) {
-			ur_fetch_and(&s->sq->flags, ~UR_SQ_NEED_WAKEUP);
-			continue;
-		}
-		s->n_sleep++;
-		ur_store_relaxed(&s->sq->owner_cpu, 0);   /* asleep: nobody to yield to */
-		struct pollfd p[3] = {
-			{ .fd = s->efd_sq, .events = POLLIN },
-			{ .fd = s->live, .events = POLLIN },
-			{ .fd = s->aio_on ? s->aio_efd : -1, .events = POLLIN },
-		};
-		int r = poll(p, 3, -1);
-		ur_fetch_and(&s->sq->flags, ~UR_SQ_NEED_WAKEUP);
-		idle_since = 0;
-		if (r < 0)
-			continue;          /* EINTR: re-check the stop flag */
-		if (client_gone(p[1].revents, s->live))
-			break;
-		if (p[0].revents & POLLIN)
-			(void)ur_doorbell_drain(s->efd_sq);     /* never blocks; -EAGAIN: empty */
+		struct ur_server *s = who[i];
 		uint64_t v;
-		if ((p[2].revents & POLLIN) && read(s->aio_efd, &v, sizeof(v)) < 0) {
-			/* EAGAIN: our own non-blocking eventfd, drained already */
+		switch (kind[i]) {
+		case PF_SQ:
+			(void)ur_doorbell_drain(s->efd_sq);   /* never blocks; -EAGAIN: empty */
+			break;
+		case PF_LIVE:
+			if (client_gone(p[i].revents, s->live))
+				s->gone = 1;
+			break;
+		case PF_AIO:
+			if (read(s->aio_efd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: our own non-blocking eventfd, drained already */
+			}
+			break;
+		case PF_LISTEN:
+			ur_host_accept(h);
+			break;
+		case PF_PENDING:
+			ur_host_pending(h, p[i].fd);
+			break;
 		}
 	}
-	set_state(s, UR_STATE_EXITED);
+	ur_host_expire(h, now_ns());
+	for (struct ur_server *s = h->rings, *next; s; s = next) {
+		if (ur_server_parent_gone && s->first)
+			s->gone = 1;    /* its process is gone, whoever holds its socket */
+		next = s->next;
+		if (s->gone)
+			ur_host_drop(h, s);
+	}
+}
+
+int ur_host_run(struct ur_host *h)
+{
+	uint64_t last_check = now_ns();
+	unsigned spins = 0;
+
+	while (!ur_server_stop && h->rings) {
+		int busy = 0;
+		for (struct ur_server *s = h->rings; s; s = s->next)
+			busy |= ring_turn(s);
+		uint64_t now = now_ns();
+		if (now - last_check >= UR_CHECK_NS) {
+			/* Busy or spinning, the server still sees clients come and go. */
+			last_check = now;
+			host_poll(h, 0);
+			continue;
+		}
+		if (busy) {
+			spins = 0;
+			continue;
+		}
+		/* A ring waits for an AIO slot: wait for a completion (the disk's
+		 * time, not the client's). */
+		struct ur_server *full = NULL;
+		for (struct ur_server *s = h->rings; s && !full; s = s->next)
+			if (s->aio_full && !s->broken)
+				full = s;
+		if (full) {
+			full->aio_full = 0;
+			if (full->aio_inflight && ur_aio_reap(full, 1))
+				publish_cq(full);
+			full->idle_since = 0;
+			continue;
+		}
+		/* Idle: spin while any ring is within its idle window. */
+		if (++spins & 63) {
+			ur_cpu_relax();
+			continue;
+		}
+		uint32_t mycpu = (uint32_t)sched_getcpu() + 1;
+		int spin = 0, yield = 0, aio = 0;
+		uint64_t idle_max = 0;
+		for (struct ur_server *s = h->rings; s; s = s->next) {
+			if (s->broken)
+				continue;
+			aio |= s->aio_inflight != 0;
+			uint64_t win = ring_idle_spin_ns(s);
+			if (!win)
+				continue;
+			if (!s->idle_since)
+				s->idle_since = now;
+			uint64_t idle = now - s->idle_since;
+			if (idle >= win)
+				continue;
+			spin = 1;
+			idle_max = idle > idle_max ? idle : idle_max;
+			if (ur_load_relaxed(&s->sq->owner_cpu) != mycpu)
+				ur_store_relaxed(&s->sq->owner_cpu, mycpu);
+			/* Its client runs on this very CPU: spinning only delays it. */
+			if (ur_load_relaxed(&s->cq->owner_cpu) == mycpu)
+				yield = 1;
+		}
+		if (spin) {
+			/* On a machine with more runnable threads than CPUs a client
+			 * may be waiting for this very CPU: offer it now and then
+			 * (measured: 5x the IOPS under load). Not while image reads
+			 * are in flight: then the wait is the disk's. */
+			if (yield || (!(spins & 255) && idle_max > UR_YIELD_AFTER_NS && !aio))
+				sched_yield();
+			continue;
+		}
+		int flushed = 0;
+		for (struct ur_server *s = h->rings; s; s = s->next)
+			if (s->npend && !s->broken) {
+				ur_aio_flush(s);    /* never sleep on unsubmitted reads */
+				flushed = 1;
+			}
+		if (flushed)
+			continue;
+		/* Sleep: NEED_WAKEUP on every ring, fence, re-check every ring. */
+		for (struct ur_server *s = h->rings; s; s = s->next)
+			if (!s->broken)
+				ur_fetch_or(&s->sq->flags, UR_SQ_NEED_WAKEUP);
+		ur_smp_mb();
+		int work = 0;
+		for (struct ur_server *s = h->rings; s && !work; s = s->next)
+			if (!s->broken && (available(s) || s->broken))
+				work = 1;
+		if (!work) {
+			for (struct ur_server *s = h->rings; s; s = s->next) {
+				s->n_sleep++;
+				ur_store_relaxed(&s->sq->owner_cpu, 0);   /* asleep: nobody to yield to */
+			}
+			host_poll(h, -1);
+			last_check = now_ns();
+		}
+		for (struct ur_server *s = h->rings; s; s = s->next) {
+			if (!s->broken)
+				ur_fetch_and(&s->sq->flags, ~UR_SQ_NEED_WAKEUP);
+			s->idle_since = 0;
+		}
+		spins = 0;
+	}
 	return 0;
 }

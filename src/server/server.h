@@ -1,7 +1,9 @@
 /*
- * server.h - simplefs_server's private state: one client ring, its private
- * copies of everything the server must not re-read from shared memory, and
- * the backend it dispatches to.
+ * server.h - simplefs_server's private state: one struct ur_server per client
+ * ring (its private copies of everything the server must not re-read from
+ * shared memory, its files, its registered buffers, its AIO), and one struct
+ * ur_host for the server: the mounted backend every ring shares, the list of
+ * rings and the socket later clients attach through.
  *
  * Must never be included by client code: the client sees only ur_abi.h.
  */
@@ -24,6 +26,8 @@ struct ur_aio_req {
 	int32_t  res;
 	uint16_t pending;                    /* extents still in flight */
 };
+
+struct ur_host;
 
 struct ur_server {
 	/* The region and the geometry validated once at start-up. */
@@ -50,6 +54,18 @@ struct ur_server {
 	/* Files opened by this client (handle -> open). */
 	uint8_t *fdopen;
 	int fdcap;
+	uint32_t nfiles;                   /* open now (<= UR_CLIENT_MAX_FILES) */
+
+	/* Many clients (host.c): the server this ring belongs to (NULL when a
+	 * driver serves one ring in-process), the next ring, and the idle
+	 * clock of this ring. */
+	struct ur_host *host;
+	struct ur_server *next;
+	uint64_t idle_since;
+	int first;                         /* from the server's parent (fds 3..6) */
+	int gone;                          /* client left: tear down */
+	int rdonly;                        /* attached read-only to a read-write mount */
+	int excl;                          /* the server's only client while it lives */
 
 	/* Registered buffers (private snapshot). */
 	struct ur_iovec bufs[UR_MAX_BUFS];
@@ -77,7 +93,40 @@ struct ur_server {
 	uint64_t n_sqe, n_sleep, n_wake_client, n_aio, n_aio_w, n_busy;
 };
 
+#define UR_PEND_MAX 8          /* connections waiting for their attach message */
+#define UR_PEND_NS  1000000000ull   /* ... at most this long */
+#define UR_PEND_MS  100
+
+/* The server: one mounted backend, many rings. */
+struct ur_host {
+	const struct ur_backend_ops *be;
+	void *bst;
+	unsigned attach_flags;             /* UR_ATTACH_* of the mount */
+	struct ur_server *rings;           /* served round-robin */
+	uint32_t nrings;
+	int listen_fd;                     /* -1: no attaching (no image, no path) */
+	char sock_path[108];
+	uint64_t sock_ino;                 /* the socket file we made (unlink only it) */
+	/* Connections accepted whose attach message has not come yet. */
+	int pend_fd[UR_PEND_MAX];
+	uint64_t pend_t[UR_PEND_MAX];
+	int npend_fd;
+	int last_live;                     /* the last client's, for the final word */
+	int aio;                           /* O_DIRECT reads by AIO for each ring */
+	uint64_t n_attach, n_refused;
+	/* Counters of rings that have left (for --stats). */
+	uint64_t n_sqe, n_sleep, n_wake_client, n_aio, n_aio_w, n_busy;
+};
+
+/* SQEs one ring may take per turn before the next ring's turn (fairness). */
+#define UR_TURN_BUDGET 64u
+/* While busy, the server looks at its sockets (new clients, departures) at
+ * most this often: one poll() with a zero timeout. */
+#define UR_CHECK_NS 2000000u
+
 extern volatile sig_atomic_t ur_server_stop;
+/* The process that started the server (and made the first ring) is gone. */
+extern volatile sig_atomic_t ur_server_parent_gone;
 
 /* region.c: [off, off+len) inside [lo, lo+span)? Overflow-safe. */
 int  ur_inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t span);
@@ -99,14 +148,46 @@ int  ur_doorbell_drain(int fd);
 
 /* Validate the region mapped at base (size bytes); fill s. 0 or -errno + err. */
 int  ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *err, size_t errlen);
-/* Serve until the client goes away (or a stop signal). Returns 0. */
-int  ur_server_run(struct ur_server *s);
+/* Serve every ring of h until the last client goes away (or a stop
+ * signal); rings come and go meanwhile (host.c). Returns 0. */
+int  ur_host_run(struct ur_host *h);
 /* One pass of the loop without spinning or sleeping: serve the SQEs pending
  * now (as many as the CQ has room for); returns how many were taken. For
  * drivers that run the server in-process (tests/test_ur_inproc.h, the fuzzer). */
 uint32_t ur_server_poll(struct ur_server *s);
 /* Close the client's files. */
 void ur_server_close_files(struct ur_server *s);
+/* The ring's state word in its header (UR_STATE_*). */
+void ur_server_set_state(struct ur_server *s, uint32_t st);
+/* Wait for the image I/O in flight of every ring of the server (of s alone
+ * without a host): before anything that may change a file's mapping. */
+void ur_image_quiesce(struct ur_server *s);
+
+/* host.c: rings joining and leaving. */
+/* Check the descriptors of a new client (region memfd, doorbells, liveness
+ * socket), map and validate the region, add the ring to h. The descriptors
+ * become the ring's; on failure all but live are closed. 0 or -errno + err. */
+void ur_host_init(struct ur_host *h, const struct ur_backend_ops *be);
+int  ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live,
+		 char *err, size_t errlen);
+/* Tear down s (AIO drained first, files closed, region unmapped) and drop it. */
+void ur_host_drop(struct ur_host *h, struct ur_server *s);
+/* Listen for later clients on the image's socket (attach.h's rule). */
+int  ur_host_listen(struct ur_host *h, const char *image);
+/* Take the connections waiting on the listening socket (never blocks). */
+void ur_host_accept(struct ur_host *h);
+/* A waiting connection's attach message (or its hang-up) arrived. */
+void ur_host_pending(struct ur_host *h, int fd);
+/* Close waiting connections older than UR_PEND_NS. */
+void ur_host_expire(struct ur_host *h, uint64_t now);
+/* Stop listening (and remove the socket file if it is still ours). */
+void ur_host_unlisten(struct ur_host *h);
+/* Send the last word on a liveness socket and close it. */
+void ur_host_bye(int live, int err, const char *msg);
+/* 0 if fd is an AF_UNIX SOCK_SEQPACKET socket, else -errno. */
+int  ur_check_live(int fd);
+/* The hello on a liveness socket, without blocking: 0, or -1 if not sent. */
+int  ur_hello_send(int live, int err, const char *msg);
 
 /* aio.c */
 int      ur_aio_init(struct ur_server *s);

@@ -1,0 +1,90 @@
+/* Description: one busy client cannot starve another (issue 10): two rings of
+ * this process on one server, a hog with 16384 one-byte reads of byte 0 of a
+ * file queued at once, and a light one whose single write of that byte is
+ * submitted right after. The server serves each ring at most UR_TURN_BUDGET
+ * (64) SQEs per turn, so the write runs after about one turn of the hog's
+ * reads, not after all of them: the reads that still saw the old byte are
+ * counted (the server's own order, whatever the scheduler does with this
+ * process). Ten rounds, at least five with no more than 16384 - 64 (a
+ * server without the budget drains the hog's SQ first: 16384 in every
+ * round). No time is measured. */
+#include "test_ur_multi.h"
+
+#define IMG "fair.sfs"
+#define HOG 16384u
+#define ROUNDS 10
+#define UR_TURN_BUDGET_SEEN 64u   /* the server's UR_TURN_BUDGET (private to it) */
+
+int main(void)
+{
+	alarm(120);
+	int e = sfs_format(IMG, 64ull << 20, 0);
+	if (e < 0)
+		FAIL("format: %s", strerror(-e));
+	/* Both rings keep the server spinning (idle_us 100 ms) between rounds:
+	 * no doorbell, so no wakeup that could let the server run before this
+	 * process has submitted the light write. */
+	struct urfs_ring hog, light;
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	p.flags = URFS_SETUP_RAW | URFS_SETUP_IDLE;   /* RAW: buffers are region offsets */
+	p.idle_us = 100000;
+	if ((e = urfs_queue_init_params(HOG, &hog, &p)) < 0)
+		FAIL("hog: %s (%s)", strerror(-e), p.errmsg);
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	p.flags = URFS_SETUP_IDLE;
+	p.idle_us = 100000;
+	if ((e = urfs_queue_init_params(8, &light, &p)) < 0)
+		FAIL("light: %s (%s)", strerror(-e), p.errmsg);
+	CHECK_EQ(light.server_pid, hog.server_pid);
+	int fl = mp_open(&light, "f", URFS_O_CREAT);
+	CHECK(fl >= 0);
+	/* the hog opens the same file (RAW: the name lives in its region) */
+	uint64_t data_off = ((struct ur_region_hdr *)hog.region)->data_off;
+	memcpy(hog.region + data_off, "f", 1);
+	struct urfs_sqe *sqe = urfs_get_sqe(&hog);
+	urfs_prep_openat(sqe, "f", 0);
+	sqe->addr = data_off;                    /* RAW: the name's region offset */
+	int fh = mp_wait1(&hog);
+	CHECK(fh >= 0);
+	uint64_t buf = data_off + 4096;          /* hog read i lands at buf + i */
+	int fair = 0;
+	for (int round = 0; round < ROUNDS; round++) {
+		CHECK_EQ(mp_pwrite(&light, fl, "x", 1, 0), 1);
+		for (unsigned i = 0; i < HOG; i++) {
+			sqe = urfs_get_sqe(&hog);
+			if (!sqe)
+				FAIL("hog SQ full at %u", i);
+			urfs_prep_read(sqe, fh, (void *)(uintptr_t)(buf + i), 1, 0);
+		}
+		urfs_prep_write(mp_sqe(&light), fl, "L", 1, 0);
+		if (urfs_submit(&hog) != (int)HOG || urfs_submit(&light) != 1)
+			FAIL("submit");
+		struct urfs_cqe *cqe;
+		if ((e = urfs_wait_cqe(&light, &cqe)) < 0 || cqe->res != 1)
+			FAIL("light write: %d %d", e, e < 0 ? 0 : cqe->res);
+		urfs_cqe_seen(&light, cqe);
+		for (unsigned i = 0; i < HOG; i++) {
+			if ((e = urfs_wait_cqe(&hog, &cqe)) < 0 || cqe->res != 1)
+				FAIL("hog read %u: %d", i, e < 0 ? e : cqe->res);
+			urfs_cqe_seen(&hog, cqe);
+		}
+		/* The server executes each ring's SQEs in order: the hog's reads
+		 * that still saw "x" ran before the light write. */
+		unsigned before = 0;
+		while (before < HOG && hog.region[buf + before] == 'x')
+			before++;
+		for (unsigned i = before; i < HOG; i++)
+			if (hog.region[buf + i] != 'L')
+				FAIL("hog read %u saw '%c' after an 'L'", i, hog.region[buf + i]);
+		fair += before <= HOG - UR_TURN_BUDGET_SEEN;
+		printf("round %d: %u of the hog's %u reads ran before the light write\n", round, before, HOG);
+	}
+	if (fair < 5)
+		FAIL("the light ring waited for the hog's whole SQ in %d of %d rounds", ROUNDS - fair, ROUNDS);
+	urfs_queue_exit(&light);
+	urfs_queue_exit(&hog);
+	return 0;
+}

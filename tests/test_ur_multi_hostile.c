@@ -1,0 +1,158 @@
+/* Description: hostile clients beside well-behaved ones on one server
+ * (issue 10). The test holds a ring (it starts the server); three attached
+ * client processes attack: one submits 3000 SQEs of random bytes (each must
+ * get exactly one CQE), one fills its SQ and CQ and never reaps, one corrupts
+ * its SQ tail and CQ head (its ring must become BROKEN); and the test itself
+ * sends the server bad attach requests on its socket: a silent connection,
+ * a bad magic, no descriptors, five descriptors, a region not sealed against
+ * shrinking, /dev/null doorbells, a header that fails the region check. Each
+ * is refused with a reason. Meanwhile two well-behaved client processes run
+ * the verified workload of test_ur_multi.h and must finish; then everyone
+ * leaves, the server exits 0, and the files are byte for byte right and the
+ * image fsck-clean. */
+#include "test_ur_multi.h"
+
+#define IMG "h.sfs"
+#define STEPS 300u
+
+static void wait_byte(int fd)
+{
+	char b;
+	if (read(fd, &b, 1) != 1)
+		FAIL("pipe");
+}
+
+/* Attacker k: does its harm, says so on ready, waits for quit, leaves. */
+static void attacker(int k, int ready, int quit)
+{
+	struct urfs_ring r;
+	mp_ring(&r, IMG, URFS_SETUP_RAW);
+	uint64_t seed = 0x1234567ull + (uint64_t)k;
+	if (k == 0) {                             /* random bytes as SQEs */
+		unsigned sent = 0, got = 0;
+		while (sent < 3000) {
+			unsigned b = 0;
+			struct urfs_sqe *sqe;
+			while (b < 16 && (sqe = urfs_get_sqe(&r))) {
+				uint64_t w[8];
+				for (int j = 0; j < 8; j++)
+					w[j] = mp_rand(&seed);
+				memcpy(sqe, w, sizeof(w));
+				b++;
+			}
+			int e = urfs_submit_and_wait(&r, b);
+			if (e < 0)
+				FAIL("garbage submit: %s", strerror(-e));
+			sent += b;
+			struct urfs_cqe *cqe;
+			while (got < sent && urfs_wait_cqe(&r, &cqe) == 0) {
+				urfs_cqe_seen(&r, cqe);
+				got++;
+			}
+		}
+		if (got != sent)
+			FAIL("garbage: %u CQEs for %u SQEs", got, sent);
+		printf("attacker 0: %u random SQEs, %u CQEs\n", sent, got);
+	} else if (k == 1) {                      /* fill SQ and CQ, never reap */
+		for (int round = 0; round < 4; round++) {
+			struct urfs_sqe *sqe;
+			while ((sqe = urfs_get_sqe(&r)))
+				urfs_prep_nop(sqe);
+			if (urfs_submit(&r) < 0)
+				FAIL("nop submit");
+			struct timespec ts = { 0, 20 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		if (urfs_cq_ready(&r) != r.cq.ring_entries)
+			FAIL("CQ not full: %u of %u", urfs_cq_ready(&r), r.cq.ring_entries);
+	} else {                                  /* corrupt the counters */
+		struct ur_region_hdr *h = (struct ur_region_hdr *)r.region;
+		*r.sq.ktail += 0x40000000u;
+		*r.cq.khead -= 0x1000u;
+		uint64_t one = 1, end = mp_now_ms() + 5000;
+		if (write(r.sq_fd, &one, sizeof(one)) < 0)
+			FAIL("doorbell");
+		while (__atomic_load_n(&h->server_state, __ATOMIC_ACQUIRE) != UR_STATE_BROKEN) {
+			if (mp_now_ms() > end)
+				FAIL("corrupted ring not BROKEN: state %u", h->server_state);
+			struct timespec ts = { 0, 2 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (write(ready, "r", 1) != 1)
+		FAIL("ready");
+	wait_byte(quit);
+	urfs_queue_exit(&r);
+	exit(0);
+}
+
+int main(void)
+{
+	alarm(120);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		FAIL("subreaper");
+	int e = sfs_format(IMG, 64ull << 20, 0);
+	if (e < 0)
+		FAIL("format: %s", strerror(-e));
+	struct urfs_ring holder;
+	mp_ring(&holder, IMG, 0);
+	pid_t spid = holder.server_pid;
+
+	int ready[2], quit[2], rep[2], runp[2];
+	if (pipe(ready) < 0 || pipe(quit) < 0 || pipe(rep) < 0 || pipe(runp) < 0)
+		FAIL("pipe");
+	fflush(stdout);
+	pid_t att[3], good[2];
+	for (int k = 0; k < 3; k++)
+		if ((att[k] = fork()) == 0)
+			attacker(k, ready[1], quit[0]);
+	for (int k = 0; k < 3; k++)
+		wait_byte(ready[0]);
+	for (unsigned i = 0; i < 2; i++)
+		if ((good[i] = fork()) == 0)
+			mp_child(IMG, 2, i, STEPS, rep[1], -1, runp[0]);
+	for (int i = 0; i < 2; i++) {
+		int32_t p;
+		if (read(rep[0], &p, sizeof(p)) != sizeof(p) || p != spid)
+			FAIL("a good client is not on the holder's server %d", (int)spid);
+	}
+	if (write(runp[1], "gg", 2) != 2)
+		FAIL("run");
+
+	/* Bad attach requests while the good ones work. */
+	char sock[108], why[256];
+	if (ur_attach_path(IMG, sock, sizeof(sock), 0) < 0)
+		FAIL("socket path");
+	static const char *const kinds[] = { "silent", "bad magic", "no descriptors", "five descriptors",
+					     "unsealed region", "/dev/null doorbells", "bad header" };
+	for (int kind = 0; kind < 7; kind++) {
+		why[0] = '\0';
+		int err = mp_attach_raw(sock, kind, why, sizeof(why));
+		if (err >= 0)
+			FAIL("attach with %s: answered %d '%s', want a refusal", kinds[kind], err, why);
+		printf("attach with %s: refused, %s (%s)\n", kinds[kind], strerror(-err), why);
+	}
+
+	for (int i = 0; i < 2; i++) {
+		int st;
+		if (waitpid(good[i], &st, 0) != good[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			FAIL("good client %d failed beside the attackers (status %#x)", i, st);
+	}
+	if (kill(spid, 0) < 0)
+		FAIL("the server died");
+	if (write(quit[1], "qqq", 3) != 3)
+		FAIL("quit");
+	for (int k = 0; k < 3; k++) {
+		int st;
+		if (waitpid(att[k], &st, 0) != att[k] || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			FAIL("attacker %d: status %#x", k, st);
+	}
+	urfs_queue_exit(&holder);
+	if (kill(spid, 0) == 0 || errno != ESRCH)
+		FAIL("server %d still there after the last client", (int)spid);
+	if (access(sock, F_OK) == 0)
+		FAIL("socket %s left behind", sock);
+	mp_verify(IMG, 2, STEPS, -1);
+	printf("two clients verified beside three attackers and seven bad attaches\n");
+	return 0;
+}
