@@ -61,6 +61,7 @@ int ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *er
 	/* Clamped: a client must not keep the server spinning for long after
 	 * it is gone (the server sees its client leave only when it sleeps). */
 	s->idle_ns = (uint64_t)(g.idle_us < UR_MAX_IDLE_US ? g.idle_us : UR_MAX_IDLE_US) * 1000u;
+	ur_spin_init(&s->spin);
 	return 0;
 }
 
@@ -445,7 +446,7 @@ static int client_gone(short revents, int live)
 
 int ur_server_run(struct ur_server *s)
 {
-	uint64_t idle_since = 0;
+	uint64_t idle_since = 0, spin_ns = 0;
 	unsigned spins = 0;
 
 	set_state(s, UR_STATE_READY);
@@ -457,7 +458,10 @@ int ur_server_run(struct ur_server *s)
 			if ((reaped = ur_aio_reap(s, 0)))
 				publish_cq(s);
 		}
-		if ((!s->broken && serve_batch(s)) || reaped) {
+		uint32_t took = s->broken ? 0 : serve_batch(s);
+		if (took && s->spin.idle_at)
+			ur_spin_arrival(&s->spin, now_ns());
+		if (took || reaped) {
 			idle_since = 0;
 			continue;
 		}
@@ -479,10 +483,13 @@ int ur_server_run(struct ur_server *s)
 				break;
 			continue;
 		}
-		/* Idle: spin for idle_ns, then sleep. */
-		if (s->idle_ns) {
+		/* Idle: spin while a request is likely soon (spin.c; up to the cap
+		 * while image I/O is in flight), then sleep. */
+		if (s->idle_ns && (!idle_since || spin_ns)) {
 			if (!idle_since) {
 				idle_since = now_ns();
+				ur_spin_idle(&s->spin, idle_since);
+				spin_ns = s->aio_inflight ? s->idle_ns : ur_spin_budget_ns(&s->spin, s->idle_ns);
 				spins = 0;
 				ur_store_relaxed(&s->sq->owner_cpu, (uint32_t)sched_getcpu() + 1);
 				continue;
@@ -503,7 +510,7 @@ int ur_server_run(struct ur_server *s)
 				yielded = 1;
 			}
 			uint64_t idle = now_ns() - idle_since;
-			if (idle < s->idle_ns) {
+			if (idle < spin_ns) {
 				/* On a machine with more runnable threads than CPUs the
 				 * client may be waiting for this very CPU: offer it now
 				 * and then (measured: 5x the IOPS under load). Not while
