@@ -79,6 +79,14 @@ static void clients(void)
 	CHECK(r.client_p99[0] > 0 && r.client_p99[1] > 0);
 	CHECK(bench_fairness(&r) >= 1.0);
 	CHECK(r.med.ios > 0 && r.lat_p99 > 0);
+	/* JSON: the job's client count and the per-client figures, one key each */
+	CHECK_EQ(bench_write_json("clients.json", &r, 1, ".", "test"), 0);
+	char *js = tu_slurp("clients.json");
+	CHECK(js);
+	CHECK(strstr(js, "\"clients\": 2,") && strstr(js, "\"per_client\": {\"p99_us\": ["));
+	CHECK(strstr(js, "\"p99_max_over_min\": "));
+	CHECK(strstr(strstr(js, "\"clients\": ") + 1, "\"clients\": ") == NULL);
+	free(js);
 
 	job_of(&job, "sfs", BENCH_RW_READ, 0, 2);
 	CHECK_EQ(bench_run_clients(&job, &r), -1);

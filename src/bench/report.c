@@ -450,7 +450,7 @@ int bench_write_json(const char *path, const struct bench_result *rs, size_t n, 
 			jnum(f, "min", r->lat_min, 0);
 			jnum(f, "max", r->lat_max, 1);
 			if (r->nclients > 1) {
-				fprintf(f, "},\n     \"clients\": {\"p99_us\": [");
+				fprintf(f, "},\n     \"per_client\": {\"p99_us\": [");
 				for (unsigned k = 0; k < r->nclients; k++)
 					fprintf(f, "%s%.6g", k ? ", " : "", r->client_p99[k]);
 				fprintf(f, "], \"iops\": [");
