@@ -42,7 +42,7 @@ struct ur_region_hdr {
 	uint64_t data_size;
 	uint64_t bufs_off;       /* registered-buffer part (inside the data area, at its end) */
 	uint64_t bufs_size;
-	uint32_t idle_us;        /* server spins this long without work before sleeping */
+	uint32_t idle_us;        /* server spins at most this long without work before sleeping */
 	uint32_t reserved0;
 	/* Written by the server (informational only: the client never relies on them). */
 	int32_t  server_pid;

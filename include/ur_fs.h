@@ -71,7 +71,7 @@ struct urfs_params {
 				     the program, then the install prefix */
 	unsigned flags;           /* URFS_SETUP_* */
 	unsigned cq_entries;      /* 0: twice the SQ entries, at most 32768 */
-	unsigned idle_us;         /* server spin before sleeping (default 1000) */
+	unsigned idle_us;         /* server spin before sleeping, at most (default 1000; adaptive within it) */
 	unsigned wait_spin_us;    /* client spin in wait before sleeping (default 50) */
 	size_t   staging_size;    /* bytes for ordinary buffers (default 4 MiB) */
 	size_t   buf_area_size;   /* bytes for registered buffers (default 4 MiB) */

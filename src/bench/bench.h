@@ -20,6 +20,7 @@
 #include "engine.h"
 
 #define BENCH_MAX_REPEAT 32
+#define BENCH_MAX_CLIENTS 64
 
 enum bench_rw { BENCH_RW_READ, BENCH_RW_WRITE, BENCH_RW_MIX, BENCH_RW_NOP };
 
@@ -49,6 +50,8 @@ struct bench_job {
 	uint64_t seed;
 	int verify;           /* check the stamp of every read (default 1) */
 	int batch;            /* reap all in flight before refilling: qd I/Os per submit */
+	uint64_t interval_ns; /* > 0: one I/O every interval_ns, each reaped first (pacing) */
+	unsigned clients;     /* processes running the job at once (clients.c), 0/1: this one */
 	char dir[PATH_MAX];   /* where the host file lives */
 	char image[PATH_MAX]; /* SimpleFS image */
 };
@@ -140,6 +143,7 @@ struct bench_run {
 	double cpu_user, cpu_sys;                      /* s, whole system */
 	double task_clock;                             /* s, perf task-clock, -1 n/a */
 	int64_t ctxsw, syscalls;                       /* -1: n/a */
+	double server_cpu;                             /* s, the engine's server process(es), -1 n/a */
 };
 struct bench_result {
 	struct bench_job job;
@@ -153,6 +157,10 @@ struct bench_result {
 	double lat_mean, lat_p50, lat_p99, lat_p999, lat_min, lat_max;  /* µs, all runs */
 	char cnt_why[BENCH_CNT_N][120];
 	double fill_secs;         /* outside the timed region, for the record */
+	int server_pid;           /* the engine's server process, 0: none */
+	/* clients > 1 (clients.c): each client's p99 and IOPS (all its runs) */
+	unsigned nclients;
+	double client_p99[BENCH_MAX_CLIENTS], client_iops[BENCH_MAX_CLIENTS];
 };
 
 /* run.c */
@@ -161,6 +169,28 @@ int  bench_parse_engine(const char *spec, struct bench_job *job, char *err, size
 /* Run one job (all repeats). Returns 0 when the result is OK or SKIPPED, -1
  * when it FAILED (I/O error, short I/O, stamp mismatch: r->reason says). */
 int  bench_run_job(const struct bench_job *job, struct bench_result *r);
+/* The same with hooks for a caller that runs several at once (clients.c). */
+struct bench_hooks {
+	int prepared;                       /* the file is ready: skip step 1 */
+	/* Called once: after setup, before the warm-up (ok 1), or when the job
+	 * ends before that (ok 0). May block (a start barrier). */
+	void (*ready)(void *arg, int ok);
+	void *arg;
+	struct bench_hist *hist;            /* gets the latency histogram of all runs */
+};
+int  bench_run_job_ex(const struct bench_job *job, struct bench_result *r,
+		      const struct bench_hooks *hk);
+/* Step 1 of a job alone: its file made to exist, sized and stamped. 0 or -errno + why. */
+int  bench_prepare_job(const struct bench_job *job, char *why, size_t n);
+/* Medians and spreads of r->runs[0..nruns); latency of all runs from all. */
+void bench_fill_result(struct bench_result *r, const struct bench_hist *all);
+/* clients.c: job->clients processes (fork) run the job at once, each with its
+ * own engine instance on the same file or image; r gets the aggregate (sums
+ * of IOPS, bytes, CPU, counters; latency of all clients) and each client's
+ * p99. 0 or -1 as bench_run_job. */
+int  bench_run_clients(const struct bench_job *job, struct bench_result *r);
+/* Why job cannot run with n clients (a fixed reason), or NULL. */
+const char *bench_clients_refused(const struct bench_job *job, unsigned n);
 /* Make sure the host file exists with the right size and stamps. */
 int  bench_prepare_hostfile(const char *path, uint64_t size, uint64_t seed, char *why,
 			    size_t n);
@@ -176,7 +206,10 @@ int  bench_sfs_prepare(struct bench_td *td);
 const char *bench_rw_name(int rw);
 void bench_fmt_size(char *buf, size_t n, uint64_t v);
 int  bench_parse_size(const char *s, uint64_t *out);
+int  bench_parse_interval(const char *s, uint64_t *ns);   /* "2ms", "500us", "1s" */
+void bench_fmt_interval(char *buf, size_t n, uint64_t ns);
 void bench_report_text(FILE *f, const struct bench_result *r);
+double bench_fairness(const struct bench_result *r);   /* max/min client p99, 0: n/a */
 void bench_setup_info(FILE *f, const char *dir);        /* kernel, CPU, fs, commit */
 int  bench_write_json(const char *path, const struct bench_result *r, size_t n,
 		      const char *dir, const char *cmdline);

@@ -29,6 +29,8 @@ struct cli {
 	int random[2];         unsigned npattern;
 	int rw[4];             unsigned nrw;
 	int direct[2];         unsigned ndirect;
+	uint64_t interval[MAXL]; unsigned ninterval;
+	uint64_t clients[MAXL];  unsigned nclients;
 	struct bench_job base;
 	const char *json, *csv;
 	int quick, quiet, warmup_set;
@@ -72,6 +74,12 @@ static void usage(FILE *f)
 "  --no-verify       do not check read stamps (not recommended)\n"
 "  --batch           submit qd I/Os, reap them all, then the next qd (default: refill as\n"
 "                    completions arrive)\n"
+"  --interval LIST   (run) one I/O every interval (2ms, 500us, 1s; a unit is required),\n"
+"                    each reaped before the next: the idle cost; reports the server's CPU\n"
+"                    as a percentage of one CPU (ur engine)\n"
+"  --clients LIST    (run) N processes run the job at once, each its own engine instance\n"
+"                    on the same file or image: aggregate IOPS, each client's p99 and\n"
+"                    max/min p99 (fairness); 1..64, not with sfs (in-process)\n"
 "  --dir DIR         where the host file 'benchfile' is (default .)\n"
 "  --image PATH      SimpleFS image (default $SFS_IMAGE, else DIR/disk.sfs; created if missing)\n"
 "  --json FILE       every figure and the setup as JSON\n"
@@ -127,7 +135,7 @@ static const struct bench_result *run_one(const struct bench_job *job, int print
 		r.job = *job;
 		r.status = BENCH_SKIPPED;
 		snprintf(r.reason, sizeof(r.reason), "engine '%s' is not in this build", job->label);
-	} else if (bench_run_job(job, &r) < 0) {
+	} else if ((job->clients > 1 ? bench_run_clients(job, &r) : bench_run_job(job, &r)) < 0) {
 		failures++;
 	}
 	add_result(&r);
@@ -182,9 +190,12 @@ static int make_job(const struct cli *c, const char *engine, struct bench_job *j
 
 static int cmd_run(struct cli *c)
 {
-	unsigned total = c->nengines * c->nbs * c->nqd * c->nsize * c->npattern * c->nrw * c->ndirect;
+	unsigned total = c->nengines * c->nbs * c->nqd * c->nsize * c->npattern * c->nrw * c->ndirect *
+			 c->ninterval * c->nclients;
 	unsigned k = 0;
 	bench_setup_info(stdout, c->base.dir);
+	for (unsigned n = 0; n < c->nclients; n++)
+	for (unsigned iv = 0; iv < c->ninterval; iv++)
 	for (unsigned a = 0; a < c->nsize; a++)
 	for (unsigned d = 0; d < c->ndirect; d++)
 	for (unsigned p = 0; p < c->npattern; p++)
@@ -201,6 +212,8 @@ static int cmd_run(struct cli *c)
 		j.rw = c->rw[w];
 		j.bs = (uint32_t)c->bs[b];
 		j.qd = (unsigned)c->qd[q];
+		j.interval_ns = c->interval[iv];
+		j.clients = (unsigned)c->clients[n];
 		if (total > 1)
 			fprintf(stderr, "[%u/%u] %s\n", ++k, total, j.label);
 		run_one(&j, 1);
@@ -690,7 +703,7 @@ int main(int argc, char **argv)
 	static struct cli c;
 	enum { O_ENGINE = 256, O_BS, O_QD, O_SIZE, O_PATTERN, O_RW, O_MIX, O_DIRECT, O_TIME,
 	       O_BYTES, O_WARMUP, O_REPEAT, O_SEED, O_NOVERIFY, O_DIR, O_IMAGE, O_JSON, O_CSV,
-	       O_QUICK, O_BATCH };
+	       O_QUICK, O_BATCH, O_INTERVAL, O_CLIENTS };
 	static const struct option lo[] = {
 		{ "engine", required_argument, 0, O_ENGINE },
 		{ "bs", required_argument, 0, O_BS },
@@ -713,6 +726,8 @@ int main(int argc, char **argv)
 		{ "csv", required_argument, 0, O_CSV },
 		{ "quick", no_argument, 0, O_QUICK },
 		{ "batch", no_argument, 0, O_BATCH },
+		{ "interval", required_argument, 0, O_INTERVAL },
+		{ "clients", required_argument, 0, O_CLIENTS },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -860,6 +875,19 @@ int main(int argc, char **argv)
 		case O_BATCH:
 			c.base.batch = 1;
 			break;
+		case O_INTERVAL:
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			c.ninterval = 0;
+			for (char *t = strtok(buf, ","); t && !bad; t = strtok(NULL, ","))
+				bad = c.ninterval == MAXL ||
+				      bench_parse_interval(t, &c.interval[c.ninterval++]) < 0;
+			bad |= !c.ninterval;
+			break;
+		case O_CLIENTS:
+			bad = parse_list_u64(optarg, c.clients, &c.nclients, 0) < 0;
+			for (unsigned i = 0; i < c.nclients && !bad; i++)
+				bad = c.clients[i] > BENCH_MAX_CLIENTS;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -884,11 +912,27 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if ((c.ninterval || c.nclients) && strcmp(cmd, "run")) {
+		fprintf(stderr, "%s: --interval and --clients are options of 'bench run'\n", prog);
+		return 2;
+	}
 	for (unsigned i = 0; i < c.nengines; i++) {
 		struct bench_job j;
 		if (make_job(&c, c.engines[i], &j) < 0)
 			return 2;
+		for (unsigned n = 0; n < c.nclients && j.ops; n++) {
+			const char *no = bench_clients_refused(&j, (unsigned)c.clients[n]);
+			if (no) {
+				fprintf(stderr, "%s: --clients %llu with engine %s: %s\n", prog,
+					(unsigned long long)c.clients[n], j.label, no);
+				return 2;
+			}
+		}
 	}
+	if (!c.ninterval)
+		c.interval[c.ninterval++] = 0;
+	if (!c.nclients)
+		c.clients[c.nclients++] = 1;
 	if (!c.nbs)
 		c.bs[c.nbs++] = 4096;
 	if (!c.nqd)

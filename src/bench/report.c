@@ -64,6 +64,54 @@ int bench_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* "2ms", "500us", "1s", "250000ns": a unit is required. */
+int bench_parse_interval(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; double mul; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+	};
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !(v > 0))
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			double n = v * units[i].mul;
+			if (n < 1 || n > 3600e9)
+				return -EINVAL;
+			*ns = (uint64_t)n;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+void bench_fmt_interval(char *buf, size_t n, uint64_t ns)
+{
+	if (ns % 1000000000u == 0)
+		snprintf(buf, n, "%llus", (unsigned long long)(ns / 1000000000u));
+	else if (ns % 1000000u == 0)
+		snprintf(buf, n, "%llums", (unsigned long long)(ns / 1000000u));
+	else if (ns % 1000u == 0)
+		snprintf(buf, n, "%lluus", (unsigned long long)(ns / 1000u));
+	else
+		snprintf(buf, n, "%lluns", (unsigned long long)ns);
+}
+
+double bench_fairness(const struct bench_result *r)
+{
+	if (r->nclients < 2)
+		return 0;
+	double lo = r->client_p99[0], hi = lo;
+	for (unsigned i = 1; i < r->nclients; i++) {
+		if (r->client_p99[i] < lo)
+			lo = r->client_p99[i];
+		if (r->client_p99[i] > hi)
+			hi = r->client_p99[i];
+	}
+	return lo > 0 ? hi / lo : 0;
+}
+
 static void fmt_count(char *buf, size_t n, double v)
 {
 	if (v >= 1e6)
@@ -97,6 +145,13 @@ void bench_report_text(FILE *f, const struct bench_result *r)
 		fprintf(f, " time=%gs", j->time_s);
 	if (j->batch)
 		fprintf(f, " batch=%u", j->qd);
+	if (j->interval_ns) {
+		char iv[32];
+		bench_fmt_interval(iv, sizeof(iv), j->interval_ns);
+		fprintf(f, " interval=%s", iv);
+	}
+	if (j->clients > 1)
+		fprintf(f, " clients=%u", j->clients);
 	if (r->status == BENCH_SKIPPED) {
 		fprintf(f, "\n  skipped: %s\n", r->reason);
 		return;
@@ -133,6 +188,20 @@ void bench_report_text(FILE *f, const struct bench_result *r)
 	if (m->task_clock >= 0)
 		fprintf(f, ", task-clock=%.3fs (%.2f us/IO)", m->task_clock, m->task_clock * 1e6 / ios);
 	fprintf(f, "\n");
+	if (m->server_cpu >= 0)
+		fprintf(f, "    server cpu: %.3fs = %.1f%% of one CPU%s\n", m->server_cpu,
+			m->secs > 0 ? m->server_cpu * 100 / m->secs : 0.0,
+			j->clients > 1 ? " (all clients' servers)" : "");
+	if (r->nclients > 1) {
+		fprintf(f, "    clients: %u, aggregate IOPS=%s; per client (IOPS, p99 usec):", r->nclients,
+			iops);
+		for (unsigned i = 0; i < r->nclients; i++) {
+			char ci[16];
+			fmt_count(ci, sizeof(ci), r->client_iops[i]);
+			fprintf(f, "%s %s %.2f", i ? "," : "", ci, r->client_p99[i]);
+		}
+		fprintf(f, "\n    fairness: max/min client p99 = %.2f\n", bench_fairness(r));
+	}
 	char a[200], b[200];
 	per_io(a, sizeof(a), m->ctxsw, m->ios, r->cnt_why[BENCH_CNT_CTXSW]);
 	per_io(b, sizeof(b), m->syscalls, m->ios, r->cnt_why[BENCH_CNT_SYSCALLS]);
@@ -305,6 +374,12 @@ static void jrun(FILE *f, const struct bench_run *m)
 		fprintf(f, "\"task_clock_s\": null, ");
 	jcnt(f, "ctxsw", m->ctxsw, m->ios);
 	jcnt(f, "syscalls", m->syscalls, m->ios);
+	if (m->server_cpu >= 0) {
+		jnum(f, "server_cpu_s", m->server_cpu, 0);
+		jnum(f, "server_cpu_pct", m->secs > 0 ? m->server_cpu * 100 / m->secs : 0, 0);
+	} else {
+		fprintf(f, "\"server_cpu_s\": null, \"server_cpu_pct\": null, ");
+	}
 	fprintf(f, "\"end\": 0}");
 }
 
@@ -350,6 +425,8 @@ int bench_write_json(const char *path, const struct bench_result *rs, size_t n, 
 			j->qd, (unsigned long long)j->size, j->direct, j->time_s,
 			(unsigned long long)j->bytes, j->warmup_s, j->repeat,
 			(unsigned long long)j->seed, j->verify, j->batch);
+		fprintf(f, "\"interval_us\": %g, \"clients\": %u, ", (double)j->interval_ns / 1e3,
+			j->clients ? j->clients : 1);
 		fprintf(f, "\"status\": \"%s\", \"reason\": ",
 			r->status == BENCH_OK ? "ok" : r->status == BENCH_SKIPPED ? "skipped" : "failed");
 		jstr(f, r->reason);
@@ -372,6 +449,15 @@ int bench_write_json(const char *path, const struct bench_result *rs, size_t n, 
 			jnum(f, "p99.9", r->lat_p999, 0);
 			jnum(f, "min", r->lat_min, 0);
 			jnum(f, "max", r->lat_max, 1);
+			if (r->nclients > 1) {
+				fprintf(f, "},\n     \"per_client\": {\"p99_us\": [");
+				for (unsigned k = 0; k < r->nclients; k++)
+					fprintf(f, "%s%.6g", k ? ", " : "", r->client_p99[k]);
+				fprintf(f, "], \"iops\": [");
+				for (unsigned k = 0; k < r->nclients; k++)
+					fprintf(f, "%s%.6g", k ? ", " : "", r->client_iops[k]);
+				fprintf(f, "], \"p99_max_over_min\": %.6g", bench_fairness(r));
+			}
 			fprintf(f, "},\n     \"runs\": [");
 			for (unsigned k = 0; k < r->nruns; k++) {
 				if (k)
@@ -407,7 +493,7 @@ int bench_write_csv(const char *path, const struct bench_result *rs, size_t n)
 	fprintf(f, "label,engine,rw,pattern,mix_read,bs,qd,size,direct,time_s,status,runs,"
 		"mibs,mibs_min,mibs_max,iops,iops_min,iops_max,lat_mean_us,lat_p50_us,lat_p99_us,"
 		"lat_p999_us,cpu_user_s,cpu_sys_s,cpu_us_per_io,ctxsw,ctxsw_per_io,syscalls,"
-		"syscalls_per_io,reason\n");
+		"syscalls_per_io,interval_us,clients,server_cpu_pct,p99_max_over_min,reason\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct bench_result *r = &rs[i];
 		const struct bench_job *j = &r->job;
@@ -427,6 +513,12 @@ int bench_write_csv(const char *path, const struct bench_result *rs, size_t n)
 		} else {
 			fprintf(f, ",,,,,,,,,,,,,,,,,");
 		}
+		fprintf(f, ",%g,%u,", (double)j->interval_ns / 1e3, j->clients ? j->clients : 1);
+		if (r->status == BENCH_OK && m->server_cpu >= 0 && m->secs > 0)
+			fprintf(f, "%.4g", m->server_cpu * 100 / m->secs);
+		fputc(',', f);
+		if (r->status == BENCH_OK && r->nclients > 1)
+			fprintf(f, "%.4g", bench_fairness(r));
 		fputc(',', f);
 		fputc('"', f);
 		for (const char *p = r->reason; *p; p++) {

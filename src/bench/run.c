@@ -4,7 +4,8 @@
  * flight, times each I/O from queue to reap, checks every read's stamps,
  * drains what is in flight at a deadline, and reads the whole-system counters
  * around each timed run.
- * Must never allocate, print or sleep inside the timed region, and never
+ * Must never allocate, print or sleep inside the timed region (but for the
+ * pacing of interval mode, which sleeps between one I/O and the next), and never
  * report a run in which an I/O failed, came back short or carried wrong data:
  * such a job is FAILED, loudly, with the offset.
  */
@@ -263,6 +264,26 @@ static void complete(struct run_state *rs, struct bench_io *io, uint64_t now)
 		rs->reads++;
 }
 
+/* Interval mode: wait for the next tick (one I/O per interval, none
+ * queued ahead); a late tick is not caught up with a burst. 1: the next tick
+ * falls past the deadline, or the run was interrupted: issue no more. */
+static int pace(uint64_t *next, uint64_t interval, uint64_t deadline)
+{
+	uint64_t now = bench_now_ns();
+	if (*next > now) {
+		if (*next >= deadline)
+			return 1;
+		struct timespec ts = { .tv_sec = (time_t)(*next / 1000000000u),
+				       .tv_nsec = (long)(*next % 1000000000u) };
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			if (bench_interrupted)
+				return 1;
+		now = *next;
+	}
+	*next = (now > *next ? now : *next) + interval;
+	return 0;
+}
+
 /* One run: total I/Os (when not time based) or until deadline_ns. */
 static int run_loop(struct run_state *rs, uint64_t total, uint64_t duration_ns)
 {
@@ -270,7 +291,7 @@ static int run_loop(struct run_state *rs, uint64_t total, uint64_t duration_ns)
 	const struct bench_engine_ops *ops = td->ops;
 	const struct bench_job *job = rs->job;
 	struct bench_io *retry = NULL;
-	uint64_t issued = 0, now = bench_now_ns();
+	uint64_t issued = 0, now = bench_now_ns(), tick = 0;
 	uint64_t deadline = duration_ns ? now + duration_ns : UINT64_MAX;
 	int stop = 0;
 
@@ -282,6 +303,14 @@ static int run_loop(struct run_state *rs, uint64_t total, uint64_t duration_ns)
 			if (!duration_ns && issued >= total) {
 				stop = 1;
 				break;
+			}
+			if (job->interval_ns && !retry) {
+				if (rs->inflight || queued)
+					break;          /* one at a time: reap it first */
+				if (pace(&tick, job->interval_ns, deadline)) {
+					stop = 1;
+					break;
+				}
 			}
 			struct bench_io *io = retry;
 			if (!io) {
@@ -364,15 +393,21 @@ static double tv_s(struct timeval tv)
 	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-static void fill_result(struct bench_result *r)
+void bench_fill_result(struct bench_result *r, const struct bench_hist *all)
 {
-	double v[BENCH_MAX_REPEAT];
+	r->lat_mean = bench_hist_mean(all) / 1e3;
+	r->lat_p50 = (double)bench_hist_percentile(all, 50) / 1e3;
+	r->lat_p99 = (double)bench_hist_percentile(all, 99) / 1e3;
+	r->lat_p999 = (double)bench_hist_percentile(all, 99.9) / 1e3;
+	r->lat_min = (double)all->min / 1e3;
+	r->lat_max = (double)all->max / 1e3;
+	double v[BENCH_MAX_REPEAT] = { 0 };
 	unsigned n = r->nruns;
 #define MED(field) do { \
 		for (unsigned i = 0; i < n; i++) v[i] = (double)r->runs[i].field; \
 		r->med.field = bench_median(v, n); } while (0)
 	MED(secs); MED(mibs); MED(iops); MED(lat_mean); MED(lat_p50); MED(lat_p99);
-	MED(lat_p999); MED(cpu_user); MED(cpu_sys); MED(task_clock);
+	MED(lat_p999); MED(cpu_user); MED(cpu_sys); MED(task_clock); MED(server_cpu);
 #undef MED
 #define MEDU(field) do { \
 		for (unsigned i = 0; i < n; i++) v[i] = (double)r->runs[i].field; \
@@ -395,6 +430,60 @@ static void fill_result(struct bench_result *r)
 
 int bench_run_job(const struct bench_job *job, struct bench_result *r)
 {
+	return bench_run_job_ex(job, r, NULL);
+}
+
+/* The file of a job, made to exist with its size and stamps (outside timing). */
+static int prepare_file(struct bench_td *td)
+{
+	if (td->ops->prepare)
+		return td->ops->prepare(td);
+	if (td->ops->flags & BENCH_ENG_NODATA)
+		return 0;
+	return bench_prepare_hostfile(td->path, td->job->size, td->job->seed, td->reason,
+				      sizeof(td->reason));
+}
+
+/* The paths of td (host file, image, file name) from its job; -1: too long. */
+static int td_paths(struct bench_td *td, const struct bench_job *job)
+{
+	if (strlen(job->dir) > sizeof(td->path) - 32 || strlen(job->image) > sizeof(td->image) - 32)
+		return -1;
+	snprintf(td->path, sizeof(td->path), "%s/benchfile", job->dir);
+	snprintf(td->fname, sizeof(td->fname), "benchfile");
+	bench_image_path(job, td->image, sizeof(td->image));
+	return 0;
+}
+
+int bench_prepare_job(const struct bench_job *job, char *why, size_t n)
+{
+	struct bench_td *td = calloc(1, sizeof(*td));
+	if (!td) {
+		snprintf(why, n, "out of memory");
+		return -ENOMEM;
+	}
+	td->job = job;
+	td->ops = job->ops;
+	int e = -ENAMETOOLONG;
+	if (td_paths(td, job) < 0)
+		snprintf(why, n, "directory or image path too long");
+	else if ((e = prepare_file(td)) < 0)
+		snprintf(why, n, "%s", td->reason);
+	free(td);
+	return e;
+}
+
+static void hook_ready(const struct bench_hooks *hk, int *called, int ok)
+{
+	if (hk && hk->ready && !*called)
+		hk->ready(hk->arg, ok);
+	*called = 1;
+}
+
+int bench_run_job_ex(const struct bench_job *job, struct bench_result *r,
+		     const struct bench_hooks *hk)
+{
+	int ready_called = 0;
 	struct bench_td *td = calloc(1, sizeof(*td));
 	struct bench_hist *h = malloc(sizeof(*h)), *all = malloc(sizeof(*all));
 	struct run_state rs;
@@ -416,16 +505,12 @@ int bench_run_job(const struct bench_job *job, struct bench_result *r)
 	}
 	td->job = &r->job;
 	td->ops = ops;
-	if (strlen(job->dir) > sizeof(td->path) - 32 || strlen(job->image) > sizeof(td->image) - 32) {
+	if (td_paths(td, job) < 0) {
 		r->status = BENCH_FAILED;
 		snprintf(r->reason, sizeof(r->reason), "directory or image path too long");
 		ret = -1;
 		goto out;
 	}
-	if (snprintf(td->path, sizeof(td->path), "%s/benchfile", job->dir) < 0)
-		goto out;
-	snprintf(td->fname, sizeof(td->fname), "benchfile");
-	bench_image_path(job, td->image, sizeof(td->image));
 	if (job->rw == BENCH_RW_NOP && !(ops->flags & BENCH_ENG_NOP)) {
 		r->status = BENCH_SKIPPED;
 		snprintf(r->reason, sizeof(r->reason), "%s has no NOP operation", ops->name);
@@ -441,18 +526,16 @@ int bench_run_job(const struct bench_job *job, struct bench_result *r)
 	if ((ops->flags & BENCH_ENG_SYNC) && job->qd > 1)
 		snprintf(r->note, sizeof(r->note),
 			 "synchronous engine: queue depth is 1 in effect (qd=%u asked)", job->qd);
+	if (job->interval_ns && job->qd > 1)
+		snprintf(r->note, sizeof(r->note),
+			 "interval mode: one I/O in flight at a time (qd=%u asked)", job->qd);
 	if (ops == &bench_eng_libaio && !job->direct)
 		snprintf(r->note, sizeof(r->note),
 			 "libaio without O_DIRECT: io_submit completes each I/O synchronously");
 
 	/* 1. the file, outside any timing */
 	uint64_t t = bench_now_ns();
-	int e = 0;
-	if (ops->prepare)
-		e = ops->prepare(td);
-	else if (!(ops->flags & BENCH_ENG_NODATA))
-		e = bench_prepare_hostfile(td->path, job->size, job->seed, td->reason,
-					   sizeof(td->reason));
+	int e = hk && hk->prepared ? 0 : prepare_file(td);
 	r->fill_secs = (double)(bench_now_ns() - t) / 1e9;
 	if (e < 0) {
 		r->status = BENCH_SKIPPED;
@@ -480,6 +563,7 @@ int bench_run_job(const struct bench_job *job, struct bench_result *r)
 		goto out;
 	}
 	setup_done = 1;
+	r->server_pid = td->helper_pid;
 	size_t need = 0;
 	for (unsigned i = 0; i < td->nios; i++)
 		if (!td->ios[i].buf)
@@ -524,6 +608,8 @@ int bench_run_job(const struct bench_job *job, struct bench_result *r)
 	uint64_t per_pass = job->size / job->bs;
 	uint64_t total = job->bytes ? (job->bytes + job->bs - 1) / job->bs : per_pass;
 	uint64_t dur = job->time_s > 0 ? (uint64_t)(job->time_s * 1e9) : 0;
+
+	hook_ready(hk, &ready_called, 1);
 
 	/* 3. warm-up, not recorded */
 	if (job->warmup_s > 0) {
@@ -593,6 +679,7 @@ int bench_run_job(const struct bench_job *job, struct bench_result *r)
 				snprintf(r->cnt_why[BENCH_CNT_CTXSW], sizeof(r->cnt_why[0]),
 					 "bench process only (rusage): %.80s", cnt.why[BENCH_CNT_CTXSW]);
 		}
+		run->server_cpu = have_helper ? (hu1 - hu0) + (hs1 - hs0) : -1;
 		run->task_clock = c0[BENCH_CNT_TASKCLOCK] < 0 ? -1 :
 			(double)(c1[BENCH_CNT_TASKCLOCK] - c0[BENCH_CNT_TASKCLOCK]) / 1e9;
 		bench_hist_merge(all, h);
@@ -604,15 +691,12 @@ int bench_run_job(const struct bench_job *job, struct bench_result *r)
 		ret = -1;
 		goto out;
 	}
-	fill_result(r);
-	r->lat_mean = bench_hist_mean(all) / 1e3;
-	r->lat_p50 = (double)bench_hist_percentile(all, 50) / 1e3;
-	r->lat_p99 = (double)bench_hist_percentile(all, 99) / 1e3;
-	r->lat_p999 = (double)bench_hist_percentile(all, 99.9) / 1e3;
-	r->lat_min = (double)all->min / 1e3;
-	r->lat_max = (double)all->max / 1e3;
+	bench_fill_result(r, all);
 	r->status = BENCH_OK;
+	if (hk && hk->hist)
+		*hk->hist = *all;
 out:
+	hook_ready(hk, &ready_called, 0);
 	if (setup_done && ops->cleanup)
 		ops->cleanup(td);
 	bench_counters_close(&cnt);

@@ -64,6 +64,8 @@ int ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *er
 	/* Clamped: a client must not keep the server spinning for long after
 	 * it is gone (the server sees its client leave only when it sleeps). */
 	s->idle_ns = (uint64_t)(g.idle_us < UR_MAX_IDLE_US ? g.idle_us : UR_MAX_IDLE_US) * 1000u;
+	ur_spin_init(&s->spin);
+	ur_spin_init(&s->spin);
 	return 0;
 }
 
@@ -490,12 +492,20 @@ static int client_gone(short revents, int live)
 
 /*
  * How long the server spins after ring s last had work before it may sleep:
- * the idle spin rule, in this one place per ring. The server sleeps only
- * when no ring is within its window.
+ * the idle spin rule (spin.c, learned from the ring's gaps; up to the cap
+ * while image I/O is in flight), in this one place per ring. The first call
+ * of an idle period starts its clock. The server sleeps only when no ring is
+ * within its window.
  */
-static uint64_t ring_idle_spin_ns(struct ur_server *s)
+static uint64_t ring_idle_spin_ns(struct ur_server *s, uint64_t now)
 {
-	return s->idle_ns;
+	if (!s->idle_ns)
+		return 0;
+	if (!s->idle_since) {
+		s->idle_since = now;
+		ur_spin_idle(&s->spin, now);
+	}
+	return s->aio_inflight ? s->idle_ns : ur_spin_budget_ns(&s->spin, s->idle_ns);
 }
 
 /* One turn of ring s: its AIO completions, then at most UR_TURN_BUDGET SQEs.
@@ -512,6 +522,8 @@ static int ring_turn(struct ur_server *s)
 			publish_cq(s);
 	}
 	uint32_t n = s->broken ? 0 : serve_batch(s, UR_TURN_BUDGET);
+	if (n && s->spin.idle_at)
+		ur_spin_arrival(&s->spin, now_ns());
 	if (s->broken) {
 		/* Serve no more; wait for the client to go away. */
 		ur_aio_drain(s);
@@ -638,11 +650,9 @@ int ur_host_run(struct ur_host *h)
 			if (s->broken)
 				continue;
 			aio |= s->aio_inflight != 0;
-			uint64_t win = ring_idle_spin_ns(s);
+			uint64_t win = ring_idle_spin_ns(s, now);
 			if (!win)
 				continue;
-			if (!s->idle_since)
-				s->idle_since = now;
 			uint64_t idle = now - s->idle_since;
 			if (idle >= win)
 				continue;

@@ -29,6 +29,23 @@ struct ur_aio_req {
 
 struct ur_host;
 
+/* spin.c: the idle spin learned from the ring's inter-arrival gaps. */
+#define UR_SPIN_HIST      8u          /* gaps remembered */
+#define UR_SPIN_WORTH_NS  100000u     /* longer gaps are not worth a spin */
+#define UR_SPIN_MIN_NS    20000u      /* the least spin when spinning pays */
+struct ur_spin {
+	uint64_t idle_at;                 /* when the ring ran out of work; 0: busy */
+	uint32_t gap[UR_SPIN_HIST];       /* ns, the last gaps (clamped to ~4 s) */
+	uint32_t next;
+};
+void     ur_spin_init(struct ur_spin *sp);
+/* The ring ran out of work at now_ns (the first call of an idle period counts). */
+void     ur_spin_idle(struct ur_spin *sp, uint64_t now_ns);
+/* Work was found at now_ns: if the ring was idle, its gap is learned. */
+void     ur_spin_arrival(struct ur_spin *sp, uint64_t now_ns);
+/* How long to spin now before sleeping, at most cap_ns. */
+uint64_t ur_spin_budget_ns(const struct ur_spin *sp, uint64_t cap_ns);
+
 struct ur_server {
 	/* The region and the geometry validated once at start-up. */
 	uint8_t *base;
@@ -46,7 +63,8 @@ struct ur_server {
 	int chain_failed;                  /* inside a link chain whose member failed */
 
 	int efd_sq, efd_cq, live;
-	uint64_t idle_ns;
+	uint64_t idle_ns;                  /* cap of the idle spin (the client's idle_us) */
+	struct ur_spin spin;
 
 	const struct ur_backend_ops *be;
 	void *bst;

@@ -1,0 +1,180 @@
+/* Description: bench's interval mode and clients knob (issue 10). Interval:
+ * a paced job issues one I/O per interval and no more (a 20 ms interval over
+ * 0.25 s gives 2..13 I/Os, never a burst), and a ur job reports its server's
+ * CPU. Clients: two psync processes on one host file give an aggregate whose
+ * IOPS is the sum of the clients' and a p99 for each client; the sfs engine
+ * refuses a second client; ur read clients each get a ring on the image; a ur
+ * write job with two clients either runs (a multi-client server) or fails
+ * with the clear "in use ... issue 10" message, never with figures. The
+ * program prints the aggregate and fairness lines and rejects bad values
+ * (--clients 0, 65, x; --interval without a unit or 0; --clients with sfs;
+ * either outside 'bench run') with exit status 2.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "testutil.h"
+#include "parts.h"
+#include "../src/bench/bench.h"
+
+static struct bench_result r;
+
+static void job_of(struct bench_job *job, const char *engine, int rw, double time_s,
+		   unsigned nclients)
+{
+	char err[200];
+	bench_job_defaults(job);
+	if (bench_parse_engine(engine, job, err, sizeof(err)) < 0)
+		FAIL("%s", err);
+	job->size = 2u << 20;
+	job->rw = rw;
+	job->repeat = 1;
+	job->time_s = time_s;
+	job->clients = nclients;
+}
+
+static void interval(void)
+{
+	struct bench_job job;
+	job_of(&job, "null", BENCH_RW_NOP, 0.25, 1);
+	job.interval_ns = 20000000;
+	job.qd = 4;
+	CHECK_EQ(bench_run_job(&job, &r), 0);
+	CHECK_EQ(r.status, BENCH_OK);
+	printf("null nop every 20 ms for 0.25 s: %llu I/Os\n", (unsigned long long)r.med.ios);
+	CHECK(r.med.ios >= 2 && r.med.ios <= 13);
+	CHECK(strstr(r.note, "one I/O in flight"));
+	CHECK(r.med.server_cpu < 0);        /* no server: n/a, not 0 */
+
+	job_of(&job, "ur", BENCH_RW_NOP, 0.3, 1);
+	job.interval_ns = 5000000;
+	CHECK_EQ(bench_run_job(&job, &r), 0);
+	if (r.status != BENCH_OK)
+		FAIL("ur nop: %s", r.reason);
+	printf("ur nop every 5 ms for 0.3 s: %llu I/Os, server CPU %.3f s (%.1f%%)\n",
+	       (unsigned long long)r.med.ios, r.med.server_cpu, r.med.server_cpu * 100 / r.med.secs);
+	CHECK(r.med.ios >= 2 && r.med.ios <= 61);
+	CHECK(r.med.server_cpu >= 0);
+	CHECK(r.server_pid > 0);
+}
+
+static void clients(void)
+{
+	struct bench_job job;
+	job_of(&job, "psync", BENCH_RW_READ, 0.3, 2);
+	job.random = 1;
+	CHECK_EQ(bench_run_clients(&job, &r), 0);
+	if (r.status != BENCH_OK)
+		FAIL("psync, 2 clients: %s", r.reason);
+	CHECK_EQ(r.nclients, 2);
+	CHECK_EQ(r.job.clients, 2);
+	printf("psync, 2 clients: %.0f IOPS = %.0f + %.0f; p99 %.2f / %.2f us, fairness %.2f\n",
+	       r.med.iops, r.client_iops[0], r.client_iops[1], r.client_p99[0], r.client_p99[1],
+	       bench_fairness(&r));
+	CHECK(r.client_iops[0] > 0 && r.client_iops[1] > 0);
+	CHECK(fabs(r.med.iops - r.client_iops[0] - r.client_iops[1]) <= 1e-6 * r.med.iops);
+	CHECK(r.client_p99[0] > 0 && r.client_p99[1] > 0);
+	CHECK(bench_fairness(&r) >= 1.0);
+	CHECK(r.med.ios > 0 && r.lat_p99 > 0);
+	/* JSON: the job's client count and the per-client figures, one key each */
+	CHECK_EQ(bench_write_json("clients.json", &r, 1, ".", "test"), 0);
+	char *js = tu_slurp("clients.json");
+	CHECK(js);
+	CHECK(strstr(js, "\"clients\": 2,") && strstr(js, "\"per_client\": {\"p99_us\": ["));
+	CHECK(strstr(js, "\"p99_max_over_min\": "));
+	CHECK(strstr(strstr(js, "\"clients\": ") + 1, "\"clients\": ") == NULL);
+	free(js);
+
+	job_of(&job, "sfs", BENCH_RW_READ, 0, 2);
+	CHECK_EQ(bench_run_clients(&job, &r), -1);
+	CHECK_EQ(r.status, BENCH_FAILED);
+	CHECK(strstr(r.reason, "sfs engine"));
+	CHECK(bench_clients_refused(&job, 1) == NULL);
+	job_of(&job, "psync", BENCH_RW_READ, 0, 1);
+	CHECK(bench_clients_refused(&job, BENCH_MAX_CLIENTS + 1) != NULL);
+
+	/* ur reads: each client its own ring on the one image */
+	job_of(&job, "ur", BENCH_RW_READ, 0.3, 2);
+	CHECK_EQ(bench_run_clients(&job, &r), 0);
+	if (r.status != BENCH_OK)
+		FAIL("ur read, 2 clients: %s", r.reason);
+	CHECK_EQ(r.nclients, 2);
+	CHECK(r.client_iops[0] > 0 && r.client_iops[1] > 0);
+
+	/* ur writes: one client process per image until the multi-client server */
+	job_of(&job, "ur", BENCH_RW_WRITE, 0.3, 2);
+	int e = bench_run_clients(&job, &r);
+	printf("ur write, 2 clients: %s%s\n", r.status == BENCH_OK ? "ok" : "FAILED: ", r.reason);
+	if (r.status == BENCH_OK) {
+		CHECK_EQ(e, 0);
+		CHECK_EQ(r.nclients, 2);
+	} else {
+		CHECK_EQ(e, -1);
+		CHECK_EQ(r.status, BENCH_FAILED);
+		CHECK(strstr(r.reason, "in use") && strstr(r.reason, "issue 10"));
+		CHECK_EQ(r.nclients, 0);
+	}
+}
+
+/* Run bench with args; its exit status, and whether its output holds want. */
+static int bench(const char *args, const char *want, int *found)
+{
+	const char *bin = getenv("UR_BIN");
+	char cmd[4096], line[1024];
+	snprintf(cmd, sizeof(cmd), "'%s/bench' %s 2>&1", bin, args);
+	FILE *p = popen(cmd, "r");
+	CHECK(p);
+	*found = 0;
+	while (fgets(line, sizeof(line), p)) {
+		fputs(line, stdout);
+		*found |= want && strstr(line, want) != NULL;
+	}
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void program(void)
+{
+	int f;
+	if (!getenv("UR_BIN")) {
+		tu_part_skip("UR_BIN", "the bench program", "UR_BIN is not set (run under tests/run.sh)");
+		return;
+	}
+	CHECK_EQ(bench("run --engine psync --clients 2 --time 0.2 --repeat 1 --size 1m",
+		       "clients: 2, aggregate IOPS=", &f), 0);
+	CHECK(f);
+	CHECK_EQ(bench("run --engine psync --clients 2 --time 0.2 --repeat 1 --size 1m",
+		       "fairness: max/min client p99 = ", &f), 0);
+	CHECK(f);
+	CHECK_EQ(bench("run --engine ur --rw nop --interval 10ms --time 0.2 --repeat 1",
+		       "% of one CPU", &f), 0);
+	CHECK(f);
+	static const char *const bad[] = {
+		"--clients 0", "--clients 65", "--clients x", "--clients 1,0",
+		"--interval 2", "--interval 0ms", "--interval 2parsecs", "--interval ms",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char a[256];
+		snprintf(a, sizeof(a), "run --engine psync --size 1m %s", bad[i]);
+		CHECK_EQ(bench(a, "bad value for --", &f), 2);
+		CHECK(f);
+	}
+	CHECK_EQ(bench("run --engine sfs --clients 2 --size 1m", "sfs engine", &f), 2);
+	CHECK(f);
+	CHECK_EQ(bench("--clients 2", "options of 'bench run'", &f), 2);
+	CHECK(f);
+	CHECK_EQ(bench("sweep --interval 2ms", "options of 'bench run'", &f), 2);
+	CHECK(f);
+}
+
+int main(void)
+{
+	interval();
+	clients();
+	program();
+	printf("ok\n");
+	return 0;
+}

@@ -1,0 +1,245 @@
+/* Description: the server's adaptive idle spin (src/server/spin.c, docs/ABI.md
+ * "Wakeups"). In-process, on the rule itself: a fresh ring spins the minimum;
+ * back-to-back requests (gaps of a few us) get a spin longer than their gaps;
+ * requests 2 ms or 10 ms apart (or 150 us: past what a spin pays for) get no
+ * spin; a change of pattern is learned within 4 (to spinning) or 5 (to
+ * sleeping) arrivals; one long outlier among short gaps does not stop the spin;
+ * only the first idle mark of a period counts and an arrival on a busy ring
+ * learns nothing; no sequence gets a spin longer than the cap, and a cap of 0
+ * never spins. Then a real server: 20000 NOPs back to back put it to sleep
+ * fewer than 5000 times (a server that slept per request: ~20000; measured
+ * here: a handful, more under load); a client sending a NOP every 2 ms and every
+ * 10 ms for a second each keeps its server under 25% of a CPU (a generous
+ * bound for a shared machine: measured figures are printed, and the target of
+ * issue 10 is < 5%; before this rule it was ~46% and ~10%).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "ur_fs.h"
+#include "../src/server/server.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define CAP (1000 * US)             /* the default idle_us */
+
+static uint64_t clk;
+
+/* One idle period of gap ns, then an arrival. */
+static void gap(struct ur_spin *sp, uint64_t g)
+{
+	clk += 3 * US;                  /* the request's service time: busy */
+	ur_spin_idle(sp, clk);
+	clk += g;
+	ur_spin_arrival(sp, clk);
+}
+
+static void feed(struct ur_spin *sp, uint64_t g, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		gap(sp, g);
+}
+
+static void rule(void)
+{
+	struct ur_spin sp;
+
+	ur_spin_init(&sp);
+	CHECK_EQ(ur_spin_budget_ns(&sp, CAP), UR_SPIN_MIN_NS);
+	CHECK_EQ(ur_spin_budget_ns(&sp, 0), 0);
+
+	/* back-to-back: gaps of 2..6 us -> a spin that covers them */
+	for (unsigned i = 0; i < 16; i++)
+		gap(&sp, (2 + i % 5) * US);
+	uint64_t b = ur_spin_budget_ns(&sp, CAP);
+	printf("back-to-back (2..6 us): spin %llu ns\n", (unsigned long long)b);
+	CHECK(b >= 6 * US && b <= CAP);
+	CHECK_EQ(ur_spin_budget_ns(&sp, 5 * US), 5 * US);      /* never past the cap */
+	CHECK_EQ(ur_spin_budget_ns(&sp, 0), 0);
+
+	/* a gap of 40 us among them: the spin grows to cover it */
+	gap(&sp, 40 * US);
+	b = ur_spin_budget_ns(&sp, CAP);
+	CHECK(b >= 40 * US && b <= CAP);
+
+	/* one 5 ms outlier does not stop the spin */
+	feed(&sp, 3 * US, 8);
+	gap(&sp, 5 * MS);
+	CHECK(ur_spin_budget_ns(&sp, CAP) >= 6 * US);
+
+	/* steady 2 ms: no spin within 5 arrivals */
+	feed(&sp, 3 * US, 8);
+	unsigned n = 0;
+	while (ur_spin_budget_ns(&sp, CAP) && n < 100) {
+		gap(&sp, 2 * MS);
+		n++;
+	}
+	printf("back-to-back -> 2 ms: no spin after %u arrivals\n", n);
+	CHECK(n >= 1 && n <= 5);
+	feed(&sp, 2 * MS, 20);
+	CHECK_EQ(ur_spin_budget_ns(&sp, CAP), 0);
+	feed(&sp, 10 * MS, 20);
+	CHECK_EQ(ur_spin_budget_ns(&sp, CAP), 0);
+	feed(&sp, 150 * US, 20);        /* past UR_SPIN_WORTH_NS: sleeping is cheaper */
+	CHECK_EQ(ur_spin_budget_ns(&sp, CAP), 0);
+
+	/* 10 ms -> back-to-back: spinning again within 4 arrivals */
+	feed(&sp, 10 * MS, 8);
+	n = 0;
+	while (!ur_spin_budget_ns(&sp, CAP) && n < 100) {
+		gap(&sp, 2 * US);
+		n++;
+	}
+	printf("10 ms -> back-to-back: spinning after %u arrivals\n", n);
+	CHECK(n >= 1 && n <= 4);
+
+	/* only the first idle mark of a period counts (30 + 40 us, not 40) */
+	ur_spin_init(&sp);
+	feed(&sp, 10 * MS, 8);
+	for (unsigned i = 0; i < 8; i++) {
+		clk += US;
+		ur_spin_idle(&sp, clk);
+		clk += 30 * US;
+		ur_spin_idle(&sp, clk);         /* a spurious wakeup: still the same gap */
+		clk += 40 * US;
+		ur_spin_arrival(&sp, clk);
+		ur_spin_arrival(&sp, clk + 5 * MS);   /* busy: learns nothing */
+	}
+	b = ur_spin_budget_ns(&sp, CAP);
+	printf("gaps of 70 us (idle marked twice): spin %llu ns\n", (unsigned long long)b);
+	CHECK_EQ(b, 140 * US);
+
+	/* random sequences: never past the cap, never a spin where most gaps are long */
+	uint64_t seed = 42;
+	for (unsigned t = 0; t < 20000; t++) {
+		uint64_t g = tu_xorshift64(&seed);
+		gap(&sp, (g & 1) ? (g >> 8) % (200 * US) : (g >> 8) % (20 * MS));
+		uint64_t cap = (g >> 40) % (2 * CAP);
+		b = ur_spin_budget_ns(&sp, cap);
+		CHECK(b <= cap);
+		CHECK(b <= 2 * UR_SPIN_WORTH_NS);
+		unsigned shortn = 0;
+		for (unsigned i = 0; i < UR_SPIN_HIST; i++)
+			shortn += sp.gap[i] <= UR_SPIN_WORTH_NS;
+		if (2 * shortn < UR_SPIN_HIST)
+			CHECK_EQ(b, 0);
+	}
+}
+
+/* CPU seconds (user + system) of pid from /proc/pid/stat. */
+static double proc_cpu(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	char *s = tu_slurp(path);
+	CHECK(s);
+	char *p = strrchr(s, ')');
+	CHECK(p);
+	unsigned long ut = 0, st = 0;
+	CHECK(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2);
+	free(s);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* NOPs every interval for secs on ring; the server's CPU as a share of one CPU. */
+static double paced_nops(struct urfs_ring *ring, pid_t server, unsigned interval_us, double secs)
+{
+	double c0 = proc_cpu(server), t0 = now_s();
+	unsigned n = (unsigned)(secs * 1e6 / interval_us);
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (unsigned i = 0; i < n; i++) {
+		next.tv_nsec += (long)interval_us * 1000;
+		while (next.tv_nsec >= 1000000000) {
+			next.tv_nsec -= 1000000000;
+			next.tv_sec++;
+		}
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
+		struct urfs_sqe *sqe = urfs_get_sqe(ring);
+		CHECK(sqe);
+		urfs_prep_nop(sqe);
+		urfs_sqe_set_data64(sqe, i);
+		CHECK_EQ(urfs_submit_and_wait(ring, 1), 1);
+		struct urfs_cqe *cqe;
+		CHECK_EQ(urfs_wait_cqe(ring, &cqe), 0);
+		CHECK_EQ(cqe->res, 0);
+		CHECK_EQ(urfs_cqe_get_data64(cqe), i);
+		urfs_cqe_seen(ring, cqe);
+	}
+	double pct = (proc_cpu(server) - c0) * 100 / (now_s() - t0);
+	printf("NOP every %u us for %.1f s (%u NOPs): server CPU %.1f%% of one CPU\n", interval_us,
+	       secs, n, pct);
+	return pct;
+}
+
+/* Times pid went to sleep (voluntary context switches: the server's poll). */
+static long proc_sleeps(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	char *s = tu_slurp(path);
+	CHECK(s);
+	char *p = strstr(s, "\nvoluntary_ctxt_switches:");
+	CHECK(p);
+	long v = strtol(p + 26, NULL, 10);
+	free(s);
+	return v;
+}
+
+/* n NOPs back to back (each reaped before the next): the server keeps spinning. */
+static void busy_nops(struct urfs_ring *ring, pid_t server, unsigned n)
+{
+	long s0 = proc_sleeps(server);
+	for (unsigned i = 0; i < n; i++) {
+		struct urfs_sqe *sqe = urfs_get_sqe(ring);
+		CHECK(sqe);
+		urfs_prep_nop(sqe);
+		CHECK_EQ(urfs_submit_and_wait(ring, 1), 1);
+		struct urfs_cqe *cqe;
+		CHECK_EQ(urfs_wait_cqe(ring, &cqe), 0);
+		CHECK_EQ(cqe->res, 0);
+		urfs_cqe_seen(ring, cqe);
+	}
+	long slept = proc_sleeps(server) - s0;
+	printf("%u NOPs back to back: the server slept %ld times\n", n, slept);
+	CHECK(slept < (long)n / 4);        /* a server that sleeps per request: about n */
+}
+
+static void real_server(void)
+{
+	struct urfs_ring ring;
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = URFS_SETUP_NOIMAGE;    /* the transport alone; default idle_us (1000) */
+	int e = urfs_queue_init_params(8, &ring, &p);
+	if (e < 0)
+		FAIL("start server: %s %s", strerror(-e), p.errmsg);
+	CHECK(p.server_pid > 0);
+	busy_nops(&ring, p.server_pid, 20000);
+	double a = paced_nops(&ring, p.server_pid, 2000, 1.0);
+	double b = paced_nops(&ring, p.server_pid, 10000, 1.0);
+	urfs_queue_exit(&ring);
+	CHECK(a < 25.0);
+	CHECK(b < 25.0);
+}
+
+int main(void)
+{
+	rule();
+	real_server();
+	printf("ok\n");
+	return 0;
+}
