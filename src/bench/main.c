@@ -1,7 +1,8 @@
 /*
  * main.c - bench's command line: the default run (the original three
  * scenarios plus every other library), `bench run` (any knob a list: a
- * sweep), `bench sweep` (the library grid of issue 4) and the JSON/CSV output.
+ * sweep), `bench sweep` (its options; the grid is sweep.c's) and the JSON/CSV
+ * output.
  * The only file with main(); tests link every other bench object.
  * Must never present a skipped or failed job as a figure, and must exit
  * non-zero when any job failed (wrong data, I/O error).
@@ -30,8 +31,9 @@ struct cli {
 	int rw[4];             unsigned nrw;
 	int direct[2];         unsigned ndirect;
 	struct bench_job base;
-	const char *json, *csv;
-	int quick, quiet, warmup_set;
+	const char *json, *csv, *md;
+	int quick, quiet, warmup_set, repeat_set, force, progress, busy_load_set, busy_cpu_set;
+	double iops_time, busy_load, busy_cpu;
 	char cmdline[1024];
 };
 
@@ -201,7 +203,7 @@ static int cmd_run(struct cli *c)
 		j.rw = c->rw[w];
 		j.bs = (uint32_t)c->bs[b];
 		j.qd = (unsigned)c->qd[q];
-		if (total > 1)
+		if (total > 1 && bench_progress_wanted(c->progress))
 			fprintf(stderr, "[%u/%u] %s\n", ++k, total, j.label);
 		run_one(&j, 1);
 	}
@@ -519,168 +521,62 @@ static int cmd_default(struct cli *c)
 
 /* ---------------------------------------------------------------- sweep */
 
-struct sw_point { unsigned qd; uint32_t bs; };
-
+/* The grid is sweep.c's; the options given here replace its defaults. */
 static int cmd_sweep(struct cli *c)
 {
-	static const struct sw_point pts[] = {
-		{ 64, 32768 }, { 128, 32768 }, { 512, 32768 }, { 64, 1u << 20 }, { 512, 1u << 20 },
-	};
-	static const char *const def_engines[] = {
-		"sfs", "ur", "psync", "io_uring", "libaio", "posixaio",
-	};
-	const unsigned npts = sizeof(pts) / sizeof(pts[0]);
-	char *engines[MAXL];
-	unsigned ne = 0;
+	static struct bench_sweep_cfg cfg;
+	bench_sweep_defaults(&cfg, c->quick);
+	uint64_t seed = c->base.seed;
+	int verify = c->base.verify;
+	snprintf(cfg.base.dir, sizeof(cfg.base.dir), "%s", c->base.dir);
+	snprintf(cfg.base.image, sizeof(cfg.base.image), "%s", c->base.image);
+	cfg.base.seed = seed;
+	cfg.base.verify = verify;
+	if (c->repeat_set)
+		cfg.base.repeat = c->base.repeat;
+	if (c->warmup_set)
+		cfg.base.warmup_s = c->base.warmup_s;
 	if (c->nengines) {
-		for (unsigned i = 0; i < c->nengines; i++)
-			engines[ne++] = c->engines[i];
-	} else {
-		for (unsigned i = 0; i < sizeof(def_engines) / sizeof(def_engines[0]); i++)
-			engines[ne++] = (char *)def_engines[i];
+		cfg.nengines = 0;
+		for (unsigned i = 0; i < c->nengines && i < BENCH_SWEEP_MAXENG; i++)
+			snprintf(cfg.engines[cfg.nengines++], sizeof(cfg.engines[0]), "%s", c->engines[i]);
 	}
-	uint64_t sizes[MAXL];
-	unsigned nsizes = 0;
 	if (c->nsize) {
-		for (unsigned i = 0; i < c->nsize; i++)
-			sizes[nsizes++] = c->size[i];
-	} else {
-		sizes[nsizes++] = 32ull << 20;
-		if (!c->quick)
-			sizes[nsizes++] = 512ull << 20;
-	}
-	double iops_time = c->base.time_s > 0 ? c->base.time_s : c->quick ? 1.0 : 10.0;
-	unsigned ndir = c->ndirect ? c->ndirect : 2;
-	int dirs[2] = { 0, 1 };
-	if (c->ndirect)
-		memcpy(dirs, c->direct, sizeof(dirs));
-	unsigned grid = ndir * nsizes * 2 * 2 * npts * ne;
-	unsigned iopsjobs = ndir * 2 * ne;
-	unsigned total = grid + iopsjobs, done = 0;
-	double grid_secs = 0;
-	unsigned grid_done = 0;
-	uint64_t t_start = bench_now_ns();
-	size_t first = nresults;
-
-	bench_setup_info(stdout, c->base.dir);
-	printf("bench sweep: %u engines x %u sizes x %u (qd, bs) x seq/rand x read/write x "
-	       "%u buffering modes + 4 KiB random read IOPS in %gs at qd 64 and 128: %u jobs\n\n",
-	       ne, nsizes, npts, ndir, iops_time, total);
-	for (unsigned d = 0; d < ndir; d++) {
-		for (unsigned s = 0; s < nsizes; s++)
-		for (int rnd = 0; rnd < 2; rnd++)
-		for (int w = 0; w < 2; w++) {
-			char sz[16];
-			bench_fmt_size(sz, sizeof(sz), sizes[s]);
-			printf("### %s %s, %s, %s (MiB/s, median; syscalls/IO in brackets)\n\n",
-			       rnd ? "random" : "sequential", w ? "write" : "read", sz,
-			       dirs[d] ? "O_DIRECT" : "buffered");
-			printf("| qd | bs |");
-			for (unsigned e = 0; e < ne; e++)
-				printf(" %s |", engines[e]);
-			printf("\n|---:|---:|");
-			for (unsigned e = 0; e < ne; e++)
-				printf("---:|");
-			printf("\n");
-			for (unsigned p = 0; p < npts; p++) {
-				char bs[16];
-				bench_fmt_size(bs, sizeof(bs), pts[p].bs);
-				printf("| %u | %s |", pts[p].qd, bs);
-				fflush(stdout);
-				for (unsigned e = 0; e < ne && !bench_interrupted; e++) {
-					struct bench_job j;
-					if (make_job(c, engines[e], &j) < 0)
-						return 2;
-					j.size = sizes[s];
-					j.direct = dirs[d];
-					j.random = rnd;
-					j.rw = w ? BENCH_RW_WRITE : BENCH_RW_READ;
-					j.bs = pts[p].bs;
-					j.qd = pts[p].qd;
-					j.time_s = 0;
-					if (c->quick)
-						j.repeat = 1;
-					uint64_t t0 = bench_now_ns();
-					const struct bench_result *r = run_one(&j, 0);
-					grid_secs += (double)(bench_now_ns() - t0) / 1e9;
-					grid_done++;
-					done++;
-					char sc[32];
-					if (r->status == BENCH_OK)
-						printf(" %.1f [%s] |", r->med.mibs, fmt_sc(sc, sizeof(sc), r));
-					else
-						printf(" %s |", r->status == BENCH_SKIPPED ? "skip" : "FAIL");
-					fflush(stdout);
-					double eta = grid_secs / grid_done * (grid - grid_done) +
-						     (iopsjobs - (done > grid ? done - grid : 0)) *
-						     (iops_time * (c->quick ? 1 : j.repeat) + c->base.warmup_s + 0.5);
-					fprintf(stderr, "\r[%u/%u] %.0fs elapsed, about %.0fs left   ", done,
-						total, (double)(bench_now_ns() - t_start) / 1e9, eta);
-				}
-				printf("\n");
+		cfg.nsizes = 0;
+		for (unsigned i = 0; i < c->nsize && i < 4; i++) {   /* ascending, no repeats */
+			unsigned k = cfg.nsizes;
+			while (k && cfg.sizes[k - 1] > c->size[i]) {
+				cfg.sizes[k] = cfg.sizes[k - 1];
+				k--;
 			}
-			printf("\n");
-		}
-	}
-	printf("### 4 KiB random read IOPS in %gs (median; syscalls/IO in brackets)\n\n", iops_time);
-	printf("| mode | qd |");
-	for (unsigned e = 0; e < ne; e++)
-		printf(" %s |", engines[e]);
-	printf("\n|---|---:|");
-	for (unsigned e = 0; e < ne; e++)
-		printf("---:|");
-	printf("\n");
-	for (unsigned d = 0; d < ndir; d++)
-		for (unsigned qi = 0; qi < 2; qi++) {
-			unsigned qd = qi ? 128 : 64;
-			printf("| %s | %u |", dirs[d] ? "O_DIRECT" : "buffered", qd);
-			for (unsigned e = 0; e < ne && !bench_interrupted; e++) {
-				struct bench_job j;
-				if (make_job(c, engines[e], &j) < 0)
-					return 2;
-				j.size = sizes[0];
-				j.direct = dirs[d];
-				j.random = 1;
-				j.rw = BENCH_RW_READ;
-				j.bs = 4096;
-				j.qd = qd;
-				j.time_s = iops_time;
-				if (c->quick)
-					j.repeat = 1;
-				const struct bench_result *r = run_one(&j, 0);
-				done++;
-				char sc[32];
-				if (r->status == BENCH_OK)
-					printf(" %.0f [%s] |", r->med.iops, fmt_sc(sc, sizeof(sc), r));
-				else
-					printf(" %s |", r->status == BENCH_SKIPPED ? "skip" : "FAIL");
-				fflush(stdout);
-				fprintf(stderr, "\r[%u/%u] %.0fs elapsed, about %.0fs left   ", done, total,
-					(double)(bench_now_ns() - t_start) / 1e9,
-					(total - done) * (iops_time * j.repeat + c->base.warmup_s + 0.5));
+			if (k && cfg.sizes[k - 1] == c->size[i]) {
+				memmove(&cfg.sizes[k], &cfg.sizes[k + 1], (cfg.nsizes - k) * sizeof(cfg.sizes[0]));
+				continue;
 			}
-			printf("\n");
+			cfg.sizes[k] = c->size[i];
+			cfg.nsizes++;
 		}
-	fprintf(stderr, "\n");
-	printf("\nSkipped engines:\n");
-	int any = 0;
-	for (size_t i = first; i < nresults; i++) {
-		const struct bench_result *r = &results[i];
-		if (r->status == BENCH_OK)
-			continue;
-		int seen = 0;
-		for (size_t k = first; k < i && !seen; k++)
-			seen = results[k].status == r->status && !strcmp(results[k].job.label, r->job.label)
-			       && !strcmp(results[k].reason, r->reason);
-		if (!seen) {
-			printf("- %s: %s: %s\n", r->job.label,
-			       r->status == BENCH_SKIPPED ? "skipped" : "FAILED", r->reason);
-			any = 1;
-		}
+		cfg.big = cfg.sizes[cfg.nsizes - 1];
 	}
-	if (!any)
-		printf("- none\n");
-	return write_outputs(c) || failures ? 1 : 0;
+	if (c->ndirect) {
+		cfg.ndirect = c->ndirect;
+		memcpy(cfg.direct, c->direct, sizeof(cfg.direct));
+	}
+	if (c->base.time_s > 0)
+		cfg.cell_time = c->base.time_s;
+	if (c->iops_time > 0)
+		cfg.iops_time = c->iops_time;
+	if (c->busy_load_set)
+		cfg.busy_load = c->busy_load;
+	if (c->busy_cpu_set)
+		cfg.busy_cpu = c->busy_cpu;
+	cfg.force = c->force;
+	cfg.progress = c->progress;
+	cfg.md = c->md;
+	cfg.json = c->json;
+	cfg.csv = c->csv;
+	snprintf(cfg.cmdline, sizeof(cfg.cmdline), "%s", c->cmdline);
+	return bench_sweep_main(&cfg);
 }
 
 /* ---------------------------------------------------------------- options */
@@ -690,7 +586,8 @@ int main(int argc, char **argv)
 	static struct cli c;
 	enum { O_ENGINE = 256, O_BS, O_QD, O_SIZE, O_PATTERN, O_RW, O_MIX, O_DIRECT, O_TIME,
 	       O_BYTES, O_WARMUP, O_REPEAT, O_SEED, O_NOVERIFY, O_DIR, O_IMAGE, O_JSON, O_CSV,
-	       O_QUICK, O_BATCH };
+	       O_QUICK, O_BATCH, O_MD, O_FORCE, O_PROGRESS, O_BUSY_LOAD, O_BUSY_CPU,
+	       O_IOPS_TIME };
 	static const struct option lo[] = {
 		{ "engine", required_argument, 0, O_ENGINE },
 		{ "bs", required_argument, 0, O_BS },
@@ -713,6 +610,12 @@ int main(int argc, char **argv)
 		{ "csv", required_argument, 0, O_CSV },
 		{ "quick", no_argument, 0, O_QUICK },
 		{ "batch", no_argument, 0, O_BATCH },
+		{ "md", required_argument, 0, O_MD },
+		{ "force", no_argument, 0, O_FORCE },
+		{ "progress", no_argument, 0, O_PROGRESS },
+		{ "busy-load", required_argument, 0, O_BUSY_LOAD },
+		{ "busy-cpu", required_argument, 0, O_BUSY_CPU },
+		{ "iops-time", required_argument, 0, O_IOPS_TIME },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -834,6 +737,7 @@ int main(int argc, char **argv)
 			break;
 		case O_REPEAT:
 			c.base.repeat = (unsigned)atoi(optarg);
+			c.repeat_set = 1;
 			bad = c.base.repeat < 1 || c.base.repeat > BENCH_MAX_REPEAT;
 			break;
 		case O_SEED:
@@ -859,6 +763,29 @@ int main(int argc, char **argv)
 			break;
 		case O_BATCH:
 			c.base.batch = 1;
+			break;
+		case O_MD:
+			c.md = optarg;
+			break;
+		case O_FORCE:
+			c.force = 1;
+			break;
+		case O_PROGRESS:
+			c.progress = 1;
+			break;
+		case O_BUSY_LOAD:
+			c.busy_load = atof(optarg);
+			c.busy_load_set = 1;
+			bad = c.busy_load < 0;
+			break;
+		case O_BUSY_CPU:
+			c.busy_cpu = atof(optarg);
+			c.busy_cpu_set = 1;
+			bad = c.busy_cpu < 0;
+			break;
+		case O_IOPS_TIME:
+			c.iops_time = atof(optarg);
+			bad = c.iops_time <= 0;
 			break;
 		case 'h':
 			usage(stdout);
@@ -914,8 +841,6 @@ int main(int argc, char **argv)
 			c.direct[c.ndirect++] = 0;
 		return cmd_run(&c);
 	} else if (!strcmp(cmd, "sweep")) {
-		if (!c.warmup_set)
-			c.base.warmup_s = c.quick ? 0.1 : 0.3;
 		return cmd_sweep(&c);
 	}
 	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
