@@ -357,6 +357,12 @@ void bench_sweep_markdown(FILE *f, const struct bench_sweep *sw)
 	if (k->busy && k->forced)
 		fprintf(f, "**Noisy**: the machine was busy and the result was forced with --force "
 			"(%s). Do not publish these figures.\n\n", k->why);
+	size_t ran = 0;
+	for (size_t i = 0; i < sw->ncells; i++)
+		ran += sw->cells[i].done;
+	if (ran < sw->ncells)
+		fprintf(f, "**Incomplete**: %zu of %zu cells ran (interrupted); a cell shown as - did "
+			"not run.\n\n", ran, sw->ncells);
 	fprintf(f, "%s\n", sw->setup);
 	fprintf(f, "command: `%s`\n\n", c->cmdline);
 	fprintf(f, "Conditions: before the run load average %.2f and other processes %.1f%% of "
