@@ -9,14 +9,25 @@
 #   (each of these for buffered I/O, and with the suffix _direct for O_DIRECT)
 #   latency         p50 / p99 / p99.9 completion latency of 4 KiB random
 #                   reads at qd 64 (or the most common qd), per engine
-# A plot whose jobs are not in the file is skipped with a message.
+# A plot whose jobs are not in the file is skipped with a message. Where the
+# jobs of a line cover several file sizes (bench sweep's 32M and 512M), each
+# size is a line of its own; where two jobs give the same point (the sweep's
+# one-pass T1 job and its time-bound T3 job), the later one in the file is kept.
 # It never changes the JSON and writes only into OUTDIR.
 #
-#   sh scripts/plot.sh [-o OUTDIR] results.json...   (several files are merged; OUTDIR: plots)
+#   sh scripts/plot.sh [-o OUTDIR] [-p PREFIX] results.json...
+#   (several files are merged; OUTDIR: plots; PREFIX starts every plot's file name)
 set -eu
 out=plots
-if [ "${1:-}" = -o ]; then out=${2:?-o needs a directory}; shift 2; fi
-[ $# -ge 1 ] || { echo "usage: plot.sh [-o OUTDIR] results.json..." >&2; exit 2; }
+prefix=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-o) out=${2:?-o needs a directory}; shift 2 ;;
+	-p) prefix=${2?-p needs a prefix}; shift 2 ;;
+	*) break ;;
+	esac
+done
+[ $# -ge 1 ] || { echo "usage: plot.sh [-o OUTDIR] [-p PREFIX] results.json..." >&2; exit 2; }
 command -v jq >/dev/null || { echo "plot.sh: jq is needed (apt-get install jq)" >&2; exit 1; }
 command -v gnuplot >/dev/null || { echo "plot.sh: gnuplot is needed (apt-get install gnuplot-nox)" >&2; exit 1; }
 mkdir -p "$out"
@@ -26,10 +37,15 @@ json=$tmp/all.json
 jq -s '{setup: .[0].setup, jobs: (map(.jobs) | add)}' "$@" > "$json"
 
 # ok jobs as TSV: line-name x y, for a jq filter selecting jobs and x/y expressions
+# (the file size in the name when the selection has several; one point per x)
 series() { # $1 select, $2 x, $3 y, $4 file
-	jq -r ".jobs[] | select(.status == \"ok\") | select($1)
-	       | [(.label + (if .direct == 1 then \" O_DIRECT\" else \"\" end)), ($2), ($3)] | @tsv" \
-	       "$json" | sort -t '	' -k1,1 -k2,2n > "$4"
+	nsz=$(jq "[.jobs[] | select(.status == \"ok\") | select($1) | .size] | unique | length" "$json")
+	jq -r --argjson multi "$([ "$nsz" -gt 1 ] && echo true || echo false)" \
+	       ".jobs | reverse | .[] | select(.status == \"ok\") | select($1)
+	       | [(.label + (if .direct == 1 then \" O_DIRECT\" else \"\" end)
+	                  + (if \$multi then \" \" + (.size / 1048576 | floor | tostring) + \"M\" else \"\" end)),
+	          ($2), ($3)] | @tsv" \
+	       "$json" | sort -s -t '	' -k1,1 -k2,2n | awk -F '\t' '!seen[$1 FS $2]++' > "$4"
 }
 
 # most common qd among 4k random reads / sequential reads
@@ -56,7 +72,7 @@ plot_lines() { # $1 data, $2 name, $3 title, $4 xlabel, $5 ylabel, $6 logx(0/1),
 		{
 			if [ $term = svg ]; then echo "set terminal svg size 900,560 dynamic noenhanced font 'sans,11'";
 			else echo "set terminal pngcairo size 900,560 noenhanced font 'sans,10'"; fi
-			echo "set output '$out/$2.$term'"
+			echo "set output '$out/$prefix$2.$term'"
 			echo "set title '$3'"
 			echo "set xlabel '$4'"
 			echo "set ylabel '$5'"
@@ -68,7 +84,7 @@ plot_lines() { # $1 data, $2 name, $3 title, $4 xlabel, $5 ylabel, $6 logx(0/1),
 		} > "$tmp/plot.gp"
 		gnuplot "$tmp/plot.gp"
 	done
-	echo "plot.sh: $out/$2.svg $out/$2.png"
+	echo "plot.sh: $out/$prefix$2.svg $out/$prefix$2.png"
 }
 
 rr='.rw == "read" and .pattern == "random" and .bs == 4096'
@@ -103,7 +119,7 @@ if [ -n "$q" ] && [ -s "$tmp/lat.dat" ]; then
 		{
 			if [ $term = svg ]; then echo "set terminal svg size 1000,560 dynamic noenhanced font 'sans,11'";
 			else echo "set terminal pngcairo size 1000,560 noenhanced font 'sans,10'"; fi
-			echo "set output '$out/latency.$term'"
+			echo "set output '$out/${prefix}latency.$term'"
 			echo "set title 'Completion latency percentiles, 4 KiB random read, qd $q'"
 			echo "set style data histograms"
 			echo "set style histogram clustered gap 1"
@@ -117,7 +133,7 @@ if [ -n "$q" ] && [ -s "$tmp/lat.dat" ]; then
 		} > "$tmp/lat.gp"
 		gnuplot "$tmp/lat.gp"
 	done
-	echo "plot.sh: $out/latency.svg $out/latency.png"
+	echo "plot.sh: $out/${prefix}latency.svg $out/${prefix}latency.png"
 else
 	echo "plot.sh: latency: no 4 KiB random reads in $json, skipped"
 fi

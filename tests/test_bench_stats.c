@@ -1,7 +1,9 @@
 /* Description: bench's statistics are right on known data: median of odd
  * and even counts, interpolated percentiles, min/max, IQR; the latency
  * histogram's buckets stay within 1.6% and its percentiles and mean match
- * exact values; a job's reported median is the median of its repeats.
+ * exact values; a job's reported median is the median of its repeats; a
+ * table cell's spread (max - min) / median is flagged above 25% and not at or
+ * below it.
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +31,34 @@ int main(void)
 		FAIL("iqr %f %f minmax %f %f", q1, q3, mn, mx);
 	if (ten[0] != 10)
 		FAIL("percentile sorted the caller's array");
+
+	/* a table cell: flagged when (max - min) / median exceeds 25% */
+	struct bench_spread sp;
+	double planted[] = { 100, 70, 104 };         /* (104 - 70) / 100 = 34% */
+	bench_spread(planted, 3, &sp);
+	if (sp.med != 100 || sp.min != 70 || sp.max != 104 || !NEAR(sp.rel, 0.34, 1e-12) ||
+	    !sp.flagged || sp.n != 3)
+		FAIL("planted 34%% spread: med %g min %g max %g rel %g flagged %d", sp.med, sp.min,
+		     sp.max, sp.rel, sp.flagged);
+	double edge[] = { 120, 100, 95 };            /* exactly 25%: not flagged */
+	bench_spread(edge, 3, &sp);
+	if (sp.flagged || !NEAR(sp.rel, 0.25, 1e-12))
+		FAIL("a 25%% spread is flagged (rel %g)", sp.rel);
+	double just[] = { 100, 74.9, 100 };          /* 25.1%, the median 100: flagged */
+	bench_spread(just, 3, &sp);
+	if (!sp.flagged)
+		FAIL("a 25.1%% spread is not flagged (rel %g)", sp.rel);
+	double tight[] = { 1000, 990, 1010, 1005 };  /* median 1002.5, 2%: not flagged */
+	bench_spread(tight, 4, &sp);
+	if (sp.flagged || sp.med != 1002.5)
+		FAIL("a 2%% spread: flagged %d, median %g", sp.flagged, sp.med);
+	double zero[] = { 0, 0, 3 };                 /* median 0 with a spread: flagged */
+	bench_spread(zero, 3, &sp);
+	if (!sp.flagged)
+		FAIL("a spread around a zero median is not flagged");
+	bench_spread(one, 1, &sp);
+	if (sp.flagged || sp.med != 7 || sp.min != 7 || sp.max != 7)
+		FAIL("one run");
 
 	/* bucket resolution */
 	uint64_t st = 1;

@@ -1,7 +1,7 @@
 /* testutil.h: the assertion macros and small SimpleFS helpers shared by the test programs
  * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count, crc32c,
- * the seeded pseudo-random generators, a whole file as a string, running a script of the
- * project as a test).
+ * the seeded pseudo-random generators, a whole file as a string, how often a string occurs in
+ * another, running a script of the project as a test).
  * Header only (static inline), included as "testutil.h" by tests/test_*.c.
  * It must never hide a failure: every helper exits 1 with the caller's file:line on error. */
 #ifndef TESTUTIL_H
@@ -124,6 +124,15 @@ static inline char *tu_slurp(const char *path)
 	if (b)
 		b[n] = '\0';
 	return b;
+}
+
+/* How many times needle occurs in s (not overlapping). */
+static inline int tu_count(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = s; *needle && (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
 }
 
 /* The flags a program the test compiles needs to load the built library lib: a

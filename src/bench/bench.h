@@ -86,6 +86,15 @@ double bench_median(const double *v, size_t n);
 double bench_percentile(const double *v, size_t n, double p);  /* linear interp. */
 void   bench_minmax(const double *v, size_t n, double *min, double *max);
 void   bench_iqr(const double *v, size_t n, double *q1, double *q3);
+/* A table cell: median of the repeats, min..max, and a flag when the spread
+ * (max - min) / median exceeds BENCH_SPREAD_MAX (25%). */
+#define BENCH_SPREAD_MAX 0.25
+struct bench_spread {
+	double med, min, max, rel;
+	int flagged;
+	unsigned n;
+};
+void   bench_spread(const double *v, size_t n, struct bench_spread *s);
 
 /* ---- stamps (stamp.c): every 512-byte sector carries its file offset and the
  * seed in its first 16 bytes and a hash of both in its last 8. */
@@ -132,6 +141,40 @@ void bench_counters_close(struct bench_counters *c);
 int  bench_syscall_tp_id(char *why, size_t n);
 /* CPU seconds (user, sys) of a live process from /proc/pid/stat. */
 int  bench_proc_cpu(pid_t pid, double *user, double *sys);
+
+/* ---- the machine's conditions (cond.c): load average and the CPU time used
+ * by everything but bench, from /proc/stat minus bench's own rusage. */
+struct bench_cpu_sample {
+	double t;            /* s, CLOCK_MONOTONIC */
+	double busy;         /* s, all CPUs: user + nice + system (irq, iowait excluded) */
+	double steal;        /* s, all CPUs */
+	double self;         /* s, bench and its reaped children (getrusage) */
+};
+int    bench_cpu_sample(struct bench_cpu_sample *s);     /* 0 or -errno */
+/* Percent of the machine's CPU time (ncpu x elapsed) used by others between
+ * two samples (busy minus bench's own, at least 0); steal likewise. */
+double bench_other_cpu(const struct bench_cpu_sample *a, const struct bench_cpu_sample *b,
+		       long ncpu, double *steal_pct);
+double bench_load1(void);                                /* 1-minute load average, -1 */
+#define BENCH_MAX_PARTS 8
+struct bench_cond {
+	long ncpu;
+	double busy_load;        /* busy when the 1-minute load average is this or more */
+	double busy_cpu;         /* ... or others use this percent of the CPUs or more */
+	double idle_window;      /* s, the idle sample before the run */
+	double load_before, load_max, load_after;
+	double other_before;     /* percent of the CPUs, in the idle sample */
+	double other_during;     /* percent, over the whole run so far */
+	double steal_during;     /* percent */
+	int measured_during;     /* other_during is set */
+	int busy, forced;        /* busy: the rule above was met; forced: --force */
+	char why[320];           /* what made it busy */
+	struct { char name[32]; double secs; } parts[BENCH_MAX_PARTS];
+	unsigned nparts;
+	double est_secs, total_secs;
+};
+/* Apply the rule to the figures in c: sets c->busy and c->why; returns busy. */
+int    bench_cond_judge(struct bench_cond *c);
 
 /* ---- results */
 enum { BENCH_OK, BENCH_SKIPPED, BENCH_FAILED };
@@ -213,6 +256,63 @@ double bench_fairness(const struct bench_result *r);   /* max/min client p99, 0:
 void bench_setup_info(FILE *f, const char *dir);        /* kernel, CPU, fs, commit */
 int  bench_write_json(const char *path, const struct bench_result *r, size_t n,
 		      const char *dir, const char *cmdline);
+/* The same with the conditions of a sweep in the setup (cond may be NULL). */
+int  bench_write_json_cond(const char *path, const struct bench_result *r, size_t n,
+			   const char *dir, const char *cmdline, const struct bench_cond *cond);
+/* Progress lines on stderr: only when it is a terminal, or when asked. */
+int  bench_progress_wanted(int asked);
 int  bench_write_csv(const char *path, const struct bench_result *r, size_t n);
+
+/* ---- bench sweep (sweep.c): the original benchmark's three tables, every
+ * engine, buffered and O_DIRECT. */
+#define BENCH_SWEEP_MAXENG 16
+#define BENCH_SWEEP_MAXPTS 8
+enum { BENCH_PART_T1, BENCH_PART_T2, BENCH_PART_T3, BENCH_NPARTS };
+struct bench_sweep_cfg {
+	struct bench_job base;       /* dir, image, seed, verify, repeat, warmup_s */
+	char engines[BENCH_SWEEP_MAXENG][64];
+	unsigned nengines;
+	int direct[2];
+	unsigned ndirect;
+	uint64_t sizes[4];           /* T3 file sizes, ascending */
+	unsigned nsizes;
+	uint64_t big;                /* the T1 and T2 file: the largest size */
+	unsigned qd[BENCH_SWEEP_MAXPTS];
+	uint32_t bs[BENCH_SWEEP_MAXPTS];
+	unsigned npts;               /* T3's (qd, bs) pairs */
+	double cell_time;            /* s per T3 run */
+	double iops_time;            /* s per T2 run */
+	double idle_window;          /* s of the idle sample before the run */
+	double busy_load, busy_cpu;  /* the busy rule's thresholds (struct bench_cond) */
+	int quick, force, progress;
+	const char *md, *json, *csv;
+	char cmdline[1024];
+};
+struct bench_cell {
+	int part;                    /* BENCH_PART_* */
+	unsigned eng;                /* index in cfg.engines */
+	struct bench_job job;
+	int done;                    /* res is set */
+	struct bench_result res;
+};
+struct bench_sweep {
+	struct bench_sweep_cfg cfg;
+	struct bench_cell *cells;
+	size_t ncells;
+	struct bench_cond cond;
+	char setup[1200];            /* bench_setup_info's lines */
+};
+/* The full grid's defaults, or --quick's short subset. */
+void bench_sweep_defaults(struct bench_sweep_cfg *c, int quick);
+/* Fill sw->cells from sw->cfg (nothing run): 0, or -EINVAL with err set. */
+int  bench_sweep_plan(struct bench_sweep *sw, char *err, size_t n);
+/* Estimated seconds for cells [from, ncells), per part in part_s (may be NULL). */
+double bench_sweep_estimate(const struct bench_sweep *sw, size_t from, double *part_s);
+/* The tables of the cells done, with the setup and the conditions. */
+void bench_sweep_markdown(FILE *f, const struct bench_sweep *sw);
+void bench_sweep_free(struct bench_sweep *sw);
+/* The whole command: returns the exit status (0, 1 a job failed or an output
+ * could not be written, 2 bad options, 3 refused: the machine was busy). */
+int  bench_sweep_main(const struct bench_sweep_cfg *cfg);
 
 #endif /* BENCH_H */

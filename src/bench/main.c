@@ -1,7 +1,8 @@
 /*
  * main.c - bench's command line: the default run (the original three
  * scenarios plus every other library), `bench run` (any knob a list: a
- * sweep), `bench sweep` (the library grid of issue 4) and the JSON/CSV output.
+ * sweep), `bench sweep` (its options; the grid is sweep.c's) and the JSON/CSV
+ * output.
  * The only file with main(); tests link every other bench object.
  * Must never present a skipped or failed job as a figure, and must exit
  * non-zero when any job failed (wrong data, I/O error).
@@ -32,8 +33,9 @@ struct cli {
 	uint64_t interval[MAXL]; unsigned ninterval;
 	uint64_t clients[MAXL];  unsigned nclients;
 	struct bench_job base;
-	const char *json, *csv;
-	int quick, quiet, warmup_set;
+	const char *json, *csv, *md;
+	int quick, quiet, warmup_set, repeat_set, force, progress, busy_load_set, busy_cpu_set;
+	double iops_time, busy_load, busy_cpu;
 	char cmdline[1024];
 };
 
@@ -51,7 +53,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: bench [default] [options]     the default run (about 40 seconds)\n"
 "       bench run --engine LIST [options]   one job per combination of the lists\n"
-"       bench sweep [--quick] [options]      the library grid (engines x sizes x qd/bs ...)\n"
+"       bench sweep [--quick] [options]      the original benchmark's tables (about 15 min)\n"
 "       bench db [--help]                    database page patterns (8 KiB pages, O_DIRECT, channels)\n"
 "\n"
 "Lists are comma separated; every combination runs.\n"
@@ -65,10 +67,11 @@ static void usage(FILE *f)
 "  --rw LIST         read, write, mix, nop (nop: io_uring, dropin, ur and null only)\n"
 "  --mix-read PCT    reads in a mix (default 70)\n"
 "  --direct [0,1]    O_DIRECT on host files and the SimpleFS image (alone: 1)\n"
-"  --time S          time-based runs of S seconds (in-flight I/Os drained and counted)\n"
+"  --time S          time-based runs of S seconds (in-flight I/Os drained and counted;\n"
+"                    sweep: each T3 run, default 0.4)\n"
 "  --bytes N         bytes per run (default: one pass over the file)\n"
-"  --warmup S        untimed warm-up of S seconds first (default run 0.1, sweep 0.3,\n"
-"                    sweep --quick 0.1, run 0)\n"
+"  --warmup S        untimed warm-up of S seconds first (default run 0.1, sweep 0.1,\n"
+"                    sweep --quick 0, run 0)\n"
 "  --repeat N        timed runs per job; medians and min..max are reported (default 3)\n"
 "  --seed N          stamp and permutation seed\n"
 "  --no-verify       do not check read stamps (not recommended)\n"
@@ -84,7 +87,20 @@ static void usage(FILE *f)
 "  --image PATH      SimpleFS image (default $SFS_IMAGE, else DIR/disk.sfs; created if missing)\n"
 "  --json FILE       every figure and the setup as JSON\n"
 "  --csv FILE        one line per job\n"
-"  --quick           (sweep) 32M only, 1 s IOPS runs, 1 repeat\n"
+"  --progress        progress lines on stderr even when it is not a terminal\n"
+"Sweep: T1 syscalls and context switches of one sequential pass over the 512M file at\n"
+"qd 64 x 32K; T2 random 4K IOPS at qd 64 and 128; T3 sequential MiB/s for 32M and 512M\n"
+"at (qd, bs) 64x32K 128x32K 512x32K 64x1M 512x1M; reads and writes; each cell the\n"
+"median of --repeat runs (at least 3) with min..max, '!' above 25%% spread.\n"
+"  --md FILE         the tables as Markdown (default: stdout)\n"
+"  --iops-time S     each T2 run (default 1)\n"
+"  --busy-load X     refuse when the 1-minute load average is X or more before the\n"
+"                    run (default 0.5 x CPUs)\n"
+"  --busy-cpu PCT    ... or other processes use PCT%% of the CPUs or more, in a 1 s\n"
+"                    idle sample before or during the run (default 10)\n"
+"  --force           write the result from a busy machine anyway, marked noisy\n"
+"  --quick           a short subset: an 8M file, 2 (qd, bs) pairs, 1 run, 0.02 s runs\n"
+"                    (exit status 3: refused, the machine was busy)\n"
 "  -h, --help\n");
 }
 
@@ -214,7 +230,7 @@ static int cmd_run(struct cli *c)
 		j.qd = (unsigned)c->qd[q];
 		j.interval_ns = c->interval[iv];
 		j.clients = (unsigned)c->clients[n];
-		if (total > 1)
+		if (total > 1 && bench_progress_wanted(c->progress))
 			fprintf(stderr, "[%u/%u] %s\n", ++k, total, j.label);
 		run_one(&j, 1);
 	}
@@ -532,168 +548,62 @@ static int cmd_default(struct cli *c)
 
 /* ---------------------------------------------------------------- sweep */
 
-struct sw_point { unsigned qd; uint32_t bs; };
-
+/* The grid is sweep.c's; the options given here replace its defaults. */
 static int cmd_sweep(struct cli *c)
 {
-	static const struct sw_point pts[] = {
-		{ 64, 32768 }, { 128, 32768 }, { 512, 32768 }, { 64, 1u << 20 }, { 512, 1u << 20 },
-	};
-	static const char *const def_engines[] = {
-		"sfs", "ur", "psync", "io_uring", "libaio", "posixaio",
-	};
-	const unsigned npts = sizeof(pts) / sizeof(pts[0]);
-	char *engines[MAXL];
-	unsigned ne = 0;
+	static struct bench_sweep_cfg cfg;
+	bench_sweep_defaults(&cfg, c->quick);
+	uint64_t seed = c->base.seed;
+	int verify = c->base.verify;
+	snprintf(cfg.base.dir, sizeof(cfg.base.dir), "%s", c->base.dir);
+	snprintf(cfg.base.image, sizeof(cfg.base.image), "%s", c->base.image);
+	cfg.base.seed = seed;
+	cfg.base.verify = verify;
+	if (c->repeat_set)
+		cfg.base.repeat = c->base.repeat;
+	if (c->warmup_set)
+		cfg.base.warmup_s = c->base.warmup_s;
 	if (c->nengines) {
-		for (unsigned i = 0; i < c->nengines; i++)
-			engines[ne++] = c->engines[i];
-	} else {
-		for (unsigned i = 0; i < sizeof(def_engines) / sizeof(def_engines[0]); i++)
-			engines[ne++] = (char *)def_engines[i];
+		cfg.nengines = 0;
+		for (unsigned i = 0; i < c->nengines && i < BENCH_SWEEP_MAXENG; i++)
+			snprintf(cfg.engines[cfg.nengines++], sizeof(cfg.engines[0]), "%s", c->engines[i]);
 	}
-	uint64_t sizes[MAXL];
-	unsigned nsizes = 0;
 	if (c->nsize) {
-		for (unsigned i = 0; i < c->nsize; i++)
-			sizes[nsizes++] = c->size[i];
-	} else {
-		sizes[nsizes++] = 32ull << 20;
-		if (!c->quick)
-			sizes[nsizes++] = 512ull << 20;
-	}
-	double iops_time = c->base.time_s > 0 ? c->base.time_s : c->quick ? 1.0 : 10.0;
-	unsigned ndir = c->ndirect ? c->ndirect : 2;
-	int dirs[2] = { 0, 1 };
-	if (c->ndirect)
-		memcpy(dirs, c->direct, sizeof(dirs));
-	unsigned grid = ndir * nsizes * 2 * 2 * npts * ne;
-	unsigned iopsjobs = ndir * 2 * ne;
-	unsigned total = grid + iopsjobs, done = 0;
-	double grid_secs = 0;
-	unsigned grid_done = 0;
-	uint64_t t_start = bench_now_ns();
-	size_t first = nresults;
-
-	bench_setup_info(stdout, c->base.dir);
-	printf("bench sweep: %u engines x %u sizes x %u (qd, bs) x seq/rand x read/write x "
-	       "%u buffering modes + 4 KiB random read IOPS in %gs at qd 64 and 128: %u jobs\n\n",
-	       ne, nsizes, npts, ndir, iops_time, total);
-	for (unsigned d = 0; d < ndir; d++) {
-		for (unsigned s = 0; s < nsizes; s++)
-		for (int rnd = 0; rnd < 2; rnd++)
-		for (int w = 0; w < 2; w++) {
-			char sz[16];
-			bench_fmt_size(sz, sizeof(sz), sizes[s]);
-			printf("### %s %s, %s, %s (MiB/s, median; syscalls/IO in brackets)\n\n",
-			       rnd ? "random" : "sequential", w ? "write" : "read", sz,
-			       dirs[d] ? "O_DIRECT" : "buffered");
-			printf("| qd | bs |");
-			for (unsigned e = 0; e < ne; e++)
-				printf(" %s |", engines[e]);
-			printf("\n|---:|---:|");
-			for (unsigned e = 0; e < ne; e++)
-				printf("---:|");
-			printf("\n");
-			for (unsigned p = 0; p < npts; p++) {
-				char bs[16];
-				bench_fmt_size(bs, sizeof(bs), pts[p].bs);
-				printf("| %u | %s |", pts[p].qd, bs);
-				fflush(stdout);
-				for (unsigned e = 0; e < ne && !bench_interrupted; e++) {
-					struct bench_job j;
-					if (make_job(c, engines[e], &j) < 0)
-						return 2;
-					j.size = sizes[s];
-					j.direct = dirs[d];
-					j.random = rnd;
-					j.rw = w ? BENCH_RW_WRITE : BENCH_RW_READ;
-					j.bs = pts[p].bs;
-					j.qd = pts[p].qd;
-					j.time_s = 0;
-					if (c->quick)
-						j.repeat = 1;
-					uint64_t t0 = bench_now_ns();
-					const struct bench_result *r = run_one(&j, 0);
-					grid_secs += (double)(bench_now_ns() - t0) / 1e9;
-					grid_done++;
-					done++;
-					char sc[32];
-					if (r->status == BENCH_OK)
-						printf(" %.1f [%s] |", r->med.mibs, fmt_sc(sc, sizeof(sc), r));
-					else
-						printf(" %s |", r->status == BENCH_SKIPPED ? "skip" : "FAIL");
-					fflush(stdout);
-					double eta = grid_secs / grid_done * (grid - grid_done) +
-						     (iopsjobs - (done > grid ? done - grid : 0)) *
-						     (iops_time * (c->quick ? 1 : j.repeat) + c->base.warmup_s + 0.5);
-					fprintf(stderr, "\r[%u/%u] %.0fs elapsed, about %.0fs left   ", done,
-						total, (double)(bench_now_ns() - t_start) / 1e9, eta);
-				}
-				printf("\n");
+		cfg.nsizes = 0;
+		for (unsigned i = 0; i < c->nsize && i < 4; i++) {   /* ascending, no repeats */
+			unsigned k = cfg.nsizes;
+			while (k && cfg.sizes[k - 1] > c->size[i]) {
+				cfg.sizes[k] = cfg.sizes[k - 1];
+				k--;
 			}
-			printf("\n");
-		}
-	}
-	printf("### 4 KiB random read IOPS in %gs (median; syscalls/IO in brackets)\n\n", iops_time);
-	printf("| mode | qd |");
-	for (unsigned e = 0; e < ne; e++)
-		printf(" %s |", engines[e]);
-	printf("\n|---|---:|");
-	for (unsigned e = 0; e < ne; e++)
-		printf("---:|");
-	printf("\n");
-	for (unsigned d = 0; d < ndir; d++)
-		for (unsigned qi = 0; qi < 2; qi++) {
-			unsigned qd = qi ? 128 : 64;
-			printf("| %s | %u |", dirs[d] ? "O_DIRECT" : "buffered", qd);
-			for (unsigned e = 0; e < ne && !bench_interrupted; e++) {
-				struct bench_job j;
-				if (make_job(c, engines[e], &j) < 0)
-					return 2;
-				j.size = sizes[0];
-				j.direct = dirs[d];
-				j.random = 1;
-				j.rw = BENCH_RW_READ;
-				j.bs = 4096;
-				j.qd = qd;
-				j.time_s = iops_time;
-				if (c->quick)
-					j.repeat = 1;
-				const struct bench_result *r = run_one(&j, 0);
-				done++;
-				char sc[32];
-				if (r->status == BENCH_OK)
-					printf(" %.0f [%s] |", r->med.iops, fmt_sc(sc, sizeof(sc), r));
-				else
-					printf(" %s |", r->status == BENCH_SKIPPED ? "skip" : "FAIL");
-				fflush(stdout);
-				fprintf(stderr, "\r[%u/%u] %.0fs elapsed, about %.0fs left   ", done, total,
-					(double)(bench_now_ns() - t_start) / 1e9,
-					(total - done) * (iops_time * j.repeat + c->base.warmup_s + 0.5));
+			if (k && cfg.sizes[k - 1] == c->size[i]) {
+				memmove(&cfg.sizes[k], &cfg.sizes[k + 1], (cfg.nsizes - k) * sizeof(cfg.sizes[0]));
+				continue;
 			}
-			printf("\n");
+			cfg.sizes[k] = c->size[i];
+			cfg.nsizes++;
 		}
-	fprintf(stderr, "\n");
-	printf("\nSkipped engines:\n");
-	int any = 0;
-	for (size_t i = first; i < nresults; i++) {
-		const struct bench_result *r = &results[i];
-		if (r->status == BENCH_OK)
-			continue;
-		int seen = 0;
-		for (size_t k = first; k < i && !seen; k++)
-			seen = results[k].status == r->status && !strcmp(results[k].job.label, r->job.label)
-			       && !strcmp(results[k].reason, r->reason);
-		if (!seen) {
-			printf("- %s: %s: %s\n", r->job.label,
-			       r->status == BENCH_SKIPPED ? "skipped" : "FAILED", r->reason);
-			any = 1;
-		}
+		cfg.big = cfg.sizes[cfg.nsizes - 1];
 	}
-	if (!any)
-		printf("- none\n");
-	return write_outputs(c) || failures ? 1 : 0;
+	if (c->ndirect) {
+		cfg.ndirect = c->ndirect;
+		memcpy(cfg.direct, c->direct, sizeof(cfg.direct));
+	}
+	if (c->base.time_s > 0)
+		cfg.cell_time = c->base.time_s;
+	if (c->iops_time > 0)
+		cfg.iops_time = c->iops_time;
+	if (c->busy_load_set)
+		cfg.busy_load = c->busy_load;
+	if (c->busy_cpu_set)
+		cfg.busy_cpu = c->busy_cpu;
+	cfg.force = c->force;
+	cfg.progress = c->progress;
+	cfg.md = c->md;
+	cfg.json = c->json;
+	cfg.csv = c->csv;
+	snprintf(cfg.cmdline, sizeof(cfg.cmdline), "%s", c->cmdline);
+	return bench_sweep_main(&cfg);
 }
 
 /* ---------------------------------------------------------------- options */
@@ -703,7 +613,8 @@ int main(int argc, char **argv)
 	static struct cli c;
 	enum { O_ENGINE = 256, O_BS, O_QD, O_SIZE, O_PATTERN, O_RW, O_MIX, O_DIRECT, O_TIME,
 	       O_BYTES, O_WARMUP, O_REPEAT, O_SEED, O_NOVERIFY, O_DIR, O_IMAGE, O_JSON, O_CSV,
-	       O_QUICK, O_BATCH, O_INTERVAL, O_CLIENTS };
+	       O_QUICK, O_BATCH, O_INTERVAL, O_CLIENTS, O_MD, O_FORCE, O_PROGRESS, O_BUSY_LOAD,
+	       O_BUSY_CPU, O_IOPS_TIME };
 	static const struct option lo[] = {
 		{ "engine", required_argument, 0, O_ENGINE },
 		{ "bs", required_argument, 0, O_BS },
@@ -728,6 +639,12 @@ int main(int argc, char **argv)
 		{ "batch", no_argument, 0, O_BATCH },
 		{ "interval", required_argument, 0, O_INTERVAL },
 		{ "clients", required_argument, 0, O_CLIENTS },
+		{ "md", required_argument, 0, O_MD },
+		{ "force", no_argument, 0, O_FORCE },
+		{ "progress", no_argument, 0, O_PROGRESS },
+		{ "busy-load", required_argument, 0, O_BUSY_LOAD },
+		{ "busy-cpu", required_argument, 0, O_BUSY_CPU },
+		{ "iops-time", required_argument, 0, O_IOPS_TIME },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -849,6 +766,7 @@ int main(int argc, char **argv)
 			break;
 		case O_REPEAT:
 			c.base.repeat = (unsigned)atoi(optarg);
+			c.repeat_set = 1;
 			bad = c.base.repeat < 1 || c.base.repeat > BENCH_MAX_REPEAT;
 			break;
 		case O_SEED:
@@ -887,6 +805,29 @@ int main(int argc, char **argv)
 			bad = parse_list_u64(optarg, c.clients, &c.nclients, 0) < 0;
 			for (unsigned i = 0; i < c.nclients && !bad; i++)
 				bad = c.clients[i] > BENCH_MAX_CLIENTS;
+			break;
+		case O_MD:
+			c.md = optarg;
+			break;
+		case O_FORCE:
+			c.force = 1;
+			break;
+		case O_PROGRESS:
+			c.progress = 1;
+			break;
+		case O_BUSY_LOAD:
+			c.busy_load = atof(optarg);
+			c.busy_load_set = 1;
+			bad = c.busy_load < 0;
+			break;
+		case O_BUSY_CPU:
+			c.busy_cpu = atof(optarg);
+			c.busy_cpu_set = 1;
+			bad = c.busy_cpu < 0;
+			break;
+		case O_IOPS_TIME:
+			c.iops_time = atof(optarg);
+			bad = c.iops_time <= 0;
 			break;
 		case 'h':
 			usage(stdout);
@@ -958,8 +899,6 @@ int main(int argc, char **argv)
 			c.direct[c.ndirect++] = 0;
 		return cmd_run(&c);
 	} else if (!strcmp(cmd, "sweep")) {
-		if (!c.warmup_set)
-			c.base.warmup_s = c.quick ? 0.1 : 0.3;
 		return cmd_sweep(&c);
 	}
 	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);

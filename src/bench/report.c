@@ -320,6 +320,11 @@ void bench_setup_info(FILE *f, const char *dir)
 			"figures are noisy; compare ratios from one run\n", load1, s.ncpu);
 }
 
+int bench_progress_wanted(int asked)
+{
+	return asked || isatty(STDERR_FILENO);
+}
+
 /* ---------------------------------------------------------------- JSON */
 
 static void jstr(FILE *f, const char *s)
@@ -383,8 +388,47 @@ static void jrun(FILE *f, const struct bench_run *m)
 	fprintf(f, "\"end\": 0}");
 }
 
+/* A sweep's conditions (cond.c) as one JSON object. */
+static void jcond(FILE *f, const struct bench_cond *c)
+{
+	fprintf(f, "{\"ncpu\": %ld, ", c->ncpu);
+	jnum(f, "busy_load", c->busy_load, 0);
+	jnum(f, "busy_cpu_pct", c->busy_cpu, 0);
+	jnum(f, "idle_window_s", c->idle_window, 0);
+	jnum(f, "load_before", c->load_before, 0);
+	jnum(f, "load_max_during", c->load_max, 0);
+	jnum(f, "load_after", c->load_after, 0);
+	jnum(f, "other_cpu_before_pct", c->other_before, 0);
+	if (c->measured_during) {
+		jnum(f, "other_cpu_during_pct", c->other_during, 0);
+		jnum(f, "steal_during_pct", c->steal_during, 0);
+	} else {
+		fprintf(f, "\"other_cpu_during_pct\": null, \"steal_during_pct\": null, ");
+	}
+	fprintf(f, "\"busy\": %s, \"forced\": %s, \"noisy\": %s, \"why\": ",
+		c->busy ? "true" : "false", c->forced ? "true" : "false",
+		c->busy && c->forced ? "true" : "false");
+	jstr(f, c->why);
+	fprintf(f, ", ");
+	jnum(f, "estimate_s", c->est_secs, 0);
+	jnum(f, "total_s", c->total_secs, 0);
+	fprintf(f, "\"parts_s\": {");
+	for (unsigned i = 0; i < c->nparts; i++) {
+		if (i)
+			fprintf(f, ", ");
+		jnum(f, c->parts[i].name, c->parts[i].secs, 1);
+	}
+	fprintf(f, "}}");
+}
+
 int bench_write_json(const char *path, const struct bench_result *rs, size_t n, const char *dir,
 		     const char *cmdline)
+{
+	return bench_write_json_cond(path, rs, n, dir, cmdline, NULL);
+}
+
+int bench_write_json_cond(const char *path, const struct bench_result *rs, size_t n,
+			  const char *dir, const char *cmdline, const struct bench_cond *cond)
 {
 	FILE *f = fopen(path, "w");
 	if (!f)
@@ -407,6 +451,10 @@ int bench_write_json(const char *path, const struct bench_result *rs, size_t n, 
 	jstr(f, s.load);
 	fprintf(f, ", \"command\": ");
 	jstr(f, cmdline);
+	if (cond) {
+		fprintf(f, ",\n    \"conditions\": ");
+		jcond(f, cond);
+	}
 	fprintf(f, "},\n  \"jobs\": [\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct bench_result *r = &rs[i];

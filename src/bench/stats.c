@@ -1,9 +1,11 @@
 /*
  * stats.c - latency histogram (log-linear buckets, constant memory, no
  * allocation when adding) and the small-array statistics used for repeats:
- * median, percentiles, min/max, interquartile range.
+ * median, percentiles, min/max, interquartile range, and the spread of a
+ * table cell (median, min..max, flagged above 25%).
  * Must never allocate in bench_hist_add (it runs inside the timed region).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,4 +129,17 @@ void bench_iqr(const double *v, size_t n, double *q1, double *q3)
 {
 	*q1 = bench_percentile(v, n, 25.0);
 	*q3 = bench_percentile(v, n, 75.0);
+}
+
+/* A cell of a table: the median of n repeats with their min..max, flagged
+ * when the spread (max - min) / median exceeds BENCH_SPREAD_MAX. A median of
+ * 0 with any spread is flagged too (the ratio is unbounded). */
+void bench_spread(const double *v, size_t n, struct bench_spread *s)
+{
+	s->n = (unsigned)n;
+	s->med = bench_median(v, n);
+	bench_minmax(v, n, &s->min, &s->max);
+	double w = s->max - s->min;
+	s->rel = s->med > 0 ? w / s->med : w > 0 ? INFINITY : 0.0;
+	s->flagged = s->rel > BENCH_SPREAD_MAX;
 }
