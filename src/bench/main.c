@@ -653,6 +653,11 @@ int main(int argc, char **argv)
 
 	bench_job_defaults(&c.base);
 	c.base.repeat = 3;
+	if (argc > 0 && argv[0][0]) {
+		/* installed as urfs-bench: its messages say so */
+		const char *slash = strrchr(argv[0], '/');
+		prog = slash ? slash + 1 : argv[0];
+	}
 	size_t off = 0;
 	for (int i = 0; i < argc && off < sizeof(c.cmdline) - 1; i++)
 		off += (size_t)snprintf(c.cmdline + off, sizeof(c.cmdline) - off, "%s%s",
