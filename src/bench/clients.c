@@ -58,18 +58,20 @@ const char *bench_clients_refused(const struct bench_job *job, unsigned n)
 	return NULL;
 }
 
-/* The whole job takes the status and reason of client i, which did not run.
- * A ur client refused because the image is in use is an error, not a skip:
- * the server it found serves one client process per image. */
-static void client_reason(struct bench_result *r, unsigned i, unsigned n, const struct bench_result *c)
+/* A ur job refused because the image is in use (its server serves one
+ * client exclusively, is read-only for a writer, or another tool holds the
+ * image; the reason names the pid) is an error, not a skip. */
+static int ur_in_use(const struct bench_job *job, const char *reason)
 {
-	int in_use = c->job.ops == &bench_eng_ur && strstr(c->reason, "in use");
-	r->status = in_use ? BENCH_FAILED : c->status;
-	int l = snprintf(r->reason, sizeof(r->reason), "client %u of %u: %.180s", i + 1, n, c->reason);
-	if (in_use && l > 0 && (size_t)l < sizeof(r->reason))
-		snprintf(r->reason + l, sizeof(r->reason) - (size_t)l, "%s",
-			 " (this simplefs_server serves one client process per image: the "
-			 "multi-client server of issue 10 is not in this build)");
+	return job->ops == &bench_eng_ur && strstr(reason, "in use") != NULL;
+}
+
+/* The whole job takes the status and reason of client i, which did not run. */
+static void client_reason(struct bench_result *r, const struct bench_job *job, unsigned i,
+			  unsigned n, const struct bench_result *c)
+{
+	r->status = ur_in_use(job, c->reason) ? BENCH_FAILED : c->status;
+	snprintf(r->reason, sizeof(r->reason), "client %u of %u: %.180s", i + 1, n, c->reason);
 }
 
 /* Sum the clients' figures into r (runs k of every client added up). */
@@ -155,8 +157,8 @@ int bench_run_clients(const struct bench_job *job, struct bench_result *r)
 
 	/* 1. the file, once, before any client runs */
 	if (bench_prepare_job(job, r->reason, sizeof(r->reason)) < 0) {
-		r->status = BENCH_SKIPPED;
-		return 0;
+		r->status = ur_in_use(job, r->reason) ? BENCH_FAILED : BENCH_SKIPPED;
+		return r->status == BENCH_FAILED ? -1 : 0;
 	}
 	size_t mapsz = sizeof(struct client_out) * n;
 	struct client_out *o = mmap(NULL, mapsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -232,7 +234,7 @@ int bench_run_clients(const struct bench_job *job, struct bench_result *r)
 	for (int pass = BENCH_FAILED; pass >= BENCH_SKIPPED && r->status == BENCH_OK; pass--)
 		for (unsigned i = 0; i < n; i++)
 			if (o[i].r.status == pass) {
-				client_reason(r, i, n, &o[i].r);
+				client_reason(r, job, i, n, &o[i].r);
 				break;
 			}
 	if (r->status == BENCH_OK)
