@@ -2007,6 +2007,108 @@ static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq *
 	*tailp = &h->qnext;
 }
 
+/* ---- the fast path: plain reads and writes of cached regular files ---- */
+
+#define FAST_BATCH 32
+
+struct fast_cqe {
+	uint64_t ud;
+	int32_t res;
+};
+
+/* Post the fast path's CQEs (in SQ order) under one ring lock. */
+static void fast_post(struct emu_ring *r, const struct fast_cqe *c, unsigned n, unsigned head)
+{
+	struct ureq *run = NULL;
+	pthread_mutex_lock(&r->lock);
+	for (unsigned i = 0; i < n; i++) {
+		emu_post(r, c[i].ud, c[i].res, 0, 0);
+		r->ncompleted++;
+		if (r->ncount)
+			timeouts_count_locked(r, &run);
+	}
+	__atomic_store_n(r->sq_head, head, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&r->lock);
+	if (run)
+		exec_issue_list(run, CTX_INLINE);
+}
+
+/*
+ * A READ or WRITE without SQE flags, ioprio or personality on a plain fd that
+ * the cache knows as a regular file without O_DIRECT: the one case that needs
+ * none of a request's machinery (links, drain, cancel, buffers, a worker), as
+ * long as RWF_NOWAIT does it at once. Runs it from the SQE copy s. Returns 1
+ * with *res when it is done (all of it, EOF, or an error the slow path would
+ * give too), 2 with *res bytes when it was short (the slow path continues
+ * it), 0 when nothing was done (would block, not for here: the slow path).
+ */
+static int fast_rw(struct emu_ring *r, const struct io_uring_sqe *s, int32_t *res)
+{
+	unsigned op = s->opcode;
+	if ((op != IORING_OP_READ && op != IORING_OP_WRITE) || s->flags || s->ioprio || s->personality ||
+	    (int64_t)s->off < -1 || (unsigned)s->fd >= EMU_FCACHE)
+		return 0;
+	const struct fent *fe = &r->fcache[s->fd];
+	if (!__atomic_load_n(&fe->valid, __ATOMIC_ACQUIRE) || fe->kind != FK_REG || fe->direct)
+		return 0;
+	struct iovec v = { (void *)(uintptr_t)s->addr, s->len };
+	ssize_t n = sys_rw(op == IORING_OP_WRITE, s->fd, &v, 1, (int64_t)s->off, (int)s->rw_flags | RWF_NOWAIT);
+	if (n < 0) {
+		int e = errno;
+		if (e == EAGAIN || e == EOPNOTSUPP || e == ESPIPE)
+			return 0;       /* a worker, a stream, the program's own NOWAIT: op_rw decides */
+		*res = -e;
+		return 1;
+	}
+	*res = (int32_t)n;
+	return n == 0 || (uint64_t)n >= s->len ? 1 : 2;
+}
+
+/*
+ * Take SQEs from the head of the SQ through the fast path while they qualify
+ * and nothing is held back (drain) or dying; stops at the first that does
+ * not, so CQEs keep SQ order with what the slow path does after. A short
+ * transfer is handed to the slow path in *carry (copied once, already
+ * consumed) with *carry_done bytes done. Returns how many SQEs were consumed.
+ */
+static unsigned fast_submit(struct emu_ring *r, unsigned n, unsigned *headp, struct io_uring_sqe *carry,
+			    uint32_t *carry_done)
+{
+	if (__atomic_load_n(&r->defer_head, __ATOMIC_RELAXED) || r->drain_next ||
+	    __atomic_load_n(&r->dying, __ATOMIC_RELAXED))
+		return 0;
+	struct fast_cqe c[FAST_BATCH];
+	unsigned nc = 0, done = 0, head = *headp;
+	while (done < n) {
+		unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);
+		if (idx >= r->sq_entries)
+			break;
+		struct io_uring_sqe s;
+		memcpy(&s, (char *)r->sqes + (size_t)idx * r->sqe_size, sizeof(s));
+		int32_t res;
+		int k = fast_rw(r, &s, &res);
+		if (!k)
+			break;
+		head++;
+		done++;
+		if (k == 2) {
+			*carry = s;
+			*carry_done = (uint32_t)res;
+			break;
+		}
+		c[nc].ud = s.user_data;
+		c[nc++].res = res;
+		if (nc == FAST_BATCH) {
+			fast_post(r, c, nc, head);
+			nc = 0;
+		}
+	}
+	if (nc)
+		fast_post(r, c, nc, head);
+	*headp = head;
+	return done;
+}
+
 unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 {
 	unsigned head = *r->sq_head;
@@ -2018,27 +2120,57 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 		n = avail;
 	struct ureq *run = NULL, **rtail = &run;
 	struct ureq *chead = NULL, *ctail = NULL;
-	unsigned done = 0;
-	int stop = 0;
+	struct io_uring_sqe carry;
+	uint32_t carry_done = 0;
+	tls_in_submit = 1;
+	unsigned done = fast_submit(r, n, &head, &carry, &carry_done);
+	tls_in_submit = 0;
+	int stop = 0, has_carry = carry_done > 0;
+	if (done == n && !has_carry) {
+		kaio_flush(r);           /* as below: nothing of this submission, but an older batch */
+		return done;             /* all done and posted; sq_head published */
+	}
 	pthread_mutex_lock(&r->lock);
-	while (done < n && !stop) {
-		unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);
-		if (idx >= r->sq_entries) {
-			head++;
-			(*r->sq_dropped)++;
-			break;
+	while ((done < n || has_carry) && !stop) {
+		const void *src = &carry;
+		if (!has_carry) {
+			unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);
+			if (idx >= r->sq_entries) {
+				head++;
+				(*r->sq_dropped)++;
+				break;
+			}
+			src = (char *)r->sqes + (size_t)idx * r->sqe_size;
 		}
 		struct ureq *q = req_get_locked(r);
 		if (!q) {
+			if (has_carry) {
+				/* no memory to go on with it: its short count is its result */
+				emu_post(r, carry.user_data, (int32_t)carry_done, 0, 0);
+				r->ncompleted++;
+				has_carry = 0;
+				continue;
+			}
 			if (!done)
 				*err = -EAGAIN;
 			break;
 		}
-		head++;
-		done++;
-		memcpy(&q->sqe, (char *)r->sqes + (size_t)idx * r->sqe_size, sizeof(q->sqe));
+		if (!has_carry) {
+			head++;
+			done++;
+		}
+		memcpy(&q->sqe, src, sizeof(q->sqe));
 		ud_hash_add(q);
 		q->prep_err = prep(r, q);
+		if (has_carry) {
+			/* the rest of a short fast-path transfer (op_rw adds done to the offset) */
+			has_carry = 0;
+			q->done = carry_done;
+			q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)(q->sqe.addr + carry_done),
+						       q->sqe.len - carry_done };
+			q->iov = q->iov_in;
+			q->niov = 1;
+		}
 		unsigned lf = q->sqe.flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
 		if (chead) {
 			/* q belongs to the open chain */
