@@ -1,9 +1,11 @@
 /* Description: plain READ/WRITE SQEs of a cached regular file (the emulation's fast path: no
  * request structure, run straight from the SQE copy) keep the kernel's results in all three
  * modes: a READ that comes back short inline (the rest of its range dropped from the page cache)
- * goes on and returns all of it, at an offset and at the file position (offset -1); a READ with
+ * goes on and returns all of it, at an offset and at the file position (offset -1), and so does a
+ * READV (its array clobbered by the program after submit; a missing array is -EFAULT); a READ with
  * the program's own RWF_NOWAIT of an uncached page is -EAGAIN, without it a worker reads it; a
- * bad buffer is -EFAULT, a closed fd -EBADF, a failed READ linked to a NOP cancels it; a TIMEOUT waiting for a count of completions fires
+ * bad buffer is -EFAULT, a closed fd -EBADF (a READV's missing array
+ * on it -EFAULT), a failed READ linked to a NOP cancels it; a TIMEOUT waiting for a count of completions fires
  * on fast-path completions (res 0, not -ETIME); a drained NOP submitted after fast reads in the
  * same batch completes after all of them; and a write through it is read back. */
 #include "test_uring.h"
@@ -40,6 +42,21 @@ static void partly_cached(int fd, uint8_t *chk)
 	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
 	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);     /* no readahead */
 	CHECK_EQ(pread(fd, chk, 4096, 65536), 4096);
+}
+
+/* Drop the page at off from the page cache; DONTNEED can miss a page still in
+ * another CPU's LRU batch, so look (RWF_NOWAIT itself, not through the ring). */
+static void gone_from_cache(int fd, off_t off)
+{
+	char b[4096];
+	struct iovec v = { b, sizeof b };
+	for (int i = 0; i < 200; i++) {
+		CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		if (preadv2(fd, &v, 1, off, RWF_NOWAIT) < 0 && errno == EAGAIN)
+			return;
+		usleep(5000);
+	}
+	FAIL("the page at %lld stays in the page cache", (long long)off);
 }
 
 static void body(void)
@@ -86,8 +103,25 @@ static void body(void)
 	CHECK(memcmp(dst, src + 65536, 16384) == 0);
 	CHECK_EQ(lseek(fd, 0, SEEK_CUR), 65536 + 16384);
 
+	/* READV the same, from an array the program clobbers after submit */
+	partly_cached(fd, chk);
+	memset(dst, 0, FSZ);
+	struct iovec pv[2] = { { dst, 1000 }, { dst + 5000, 15384 } };
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_readv(sqe, fd, pv, 2, 65536);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	memset(pv, 0, sizeof pv);
+	CHECK_EQ(one(&ring).res, 16384);
+	CHECK(memcmp(dst, src + 65536, 1000) == 0);
+	CHECK(memcmp(dst + 5000, src + 65536 + 1000, 15384) == 0);
+	/* a READV whose array is not there: -EFAULT */
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_readv(sqe, fd, (struct iovec *)16, 2, 0);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(one(&ring).res, -EFAULT);
+
 	/* the program's own RWF_NOWAIT on an uncached page: -EAGAIN; without it: read */
-	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	gone_from_cache(fd, 131072);
 	CHECK_EQ(read_one(&ring, fd, dst, 4096, 131072, RWF_NOWAIT), -EAGAIN);
 	CHECK_EQ(read_one(&ring, fd, dst, 4096, 131072, 0), 4096);
 	CHECK(memcmp(dst, src + 131072, 4096) == 0);
@@ -101,6 +135,10 @@ static void body(void)
 	CHECK_EQ(read_one(&ring, fd2, dst, 100, 0, 0), 100);
 	close(fd2);
 	CHECK_EQ(read_one(&ring, fd2, dst, 100, 0, 0), -EBADF);
+	sqe = io_uring_get_sqe(&ring);          /* the array is looked at before the file */
+	io_uring_prep_readv(sqe, fd2, (struct iovec *)16, 2, 0);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(one(&ring).res, -EFAULT);
 
 	/* a failed READ linked to a NOP cancels it */
 	sqe = io_uring_get_sqe(&ring);

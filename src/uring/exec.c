@@ -688,6 +688,50 @@ static ssize_t sys_rw(int wr, int fd, const struct iovec *iov, int niov, int64_t
 	return wr ? pwritev2(fd, iov, niov, off, flags) : preadv2(fd, iov, niov, off, flags);
 }
 
+/* The sum of the lengths of an iovec array that the kernel has just read
+ * without a fault (the program's own array, which may be misaligned). */
+static uint64_t iov_total(const struct iovec *iov, int niov)
+{
+	uint64_t want = 0;
+	for (int i = 0; i < niov; i++) {
+		struct iovec v;
+		memcpy(&v, (const char *)iov + (size_t)i * sizeof(v), sizeof(v));
+		want += v.iov_len;
+	}
+	return want;
+}
+
+/* n more bytes of q's transfer are done (q->iov: the library's copy, shorter
+ * than n): q->done counts them, q->iov is left with the rest. -ENOMEM. */
+static int rw_advance(struct ureq *q, uint64_t n)
+{
+	q->done += n;
+	uint64_t skip = n;
+	int k = 0;
+	while (k < q->niov && skip >= q->iov[k].iov_len)
+		skip -= q->iov[k++].iov_len;
+	int left = q->niov - k;
+	struct iovec *v = left ? malloc((size_t)left * sizeof(*v)) : NULL;
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, q->iov + k, (size_t)left * sizeof(*v));
+	v[0].iov_base = (void *)((uintptr_t)v[0].iov_base + skip);   /* the base may be NULL */
+	v[0].iov_len -= skip;
+	if (q->iov != q->iov_in)
+		free(q->iov);
+	q->iov = v;
+	q->niov = left;
+	return 0;
+}
+
+/* A fast-path transfer (fast_rw) came back short with done bytes: q, made from
+ * the same SQE, goes on from there (the next RWF_NOWAIT try, then a worker). */
+static int rw_carry(struct ureq *q, uint32_t done)
+{
+	int e = stabilize_iov(q);
+	return e < 0 ? e : rw_advance(q, done);
+}
+
 static int32_t op_rw(struct ureq *q, int ctx)
 {
 	struct emu_ring *r = q->r;
@@ -829,11 +873,7 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		/* The kernel has just read all niov entries of this array without a
 		 * fault (n > 0), so their lengths are readable here; it is copied
 		 * with ucopy() only when the transfer is short and goes on. */
-		for (int i = 0; i < niov; i++) {   /* the program's array may be misaligned */
-			struct iovec v;
-			memcpy(&v, (const char *)iov + (size_t)i * sizeof(v), sizeof(v));
-			want += v.iov_len;
-		}
+		want = iov_total(iov, niov);
 		if ((uint64_t)n < want && (e = stabilize_iov(q)) < 0)
 			return e;
 		want = 0;
@@ -841,22 +881,8 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	for (int i = 0; q->iov && i < q->niov; i++)
 		want += q->iov[i].iov_len;
 	if (n > 0 && q->fe.kind == FK_REG && q->iov && (uint64_t)n < want) {
-		q->done += (uint64_t)n;
-		uint64_t skip = (uint64_t)n;
-		int k = 0;
-		while (k < q->niov && skip >= q->iov[k].iov_len)
-			skip -= q->iov[k++].iov_len;
-		int left = q->niov - k;
-		struct iovec *v = left ? malloc((size_t)left * sizeof(*v)) : NULL;
-		if (!v)
+		if (rw_advance(q, (uint64_t)n) < 0)
 			return (int32_t)q->done;
-		memcpy(v, q->iov + k, (size_t)left * sizeof(*v));
-		v[0].iov_base = (void *)((uintptr_t)v[0].iov_base + skip);   /* the base may be NULL */
-		v[0].iov_len -= skip;
-		if (q->iov != q->iov_in)
-			free(q->iov);
-		q->iov = v;
-		q->niov = left;
 		if (ctx == CTX_WORKER)
 			return op_rw(q, ctx);
 		return exec_punt(q);
@@ -2045,23 +2071,29 @@ static void fast_post(struct emu_ring *r, const struct fast_cqe *c, unsigned n, 
 static int fast_rw(struct emu_ring *r, const struct io_uring_sqe *s, int32_t *res)
 {
 	unsigned op = s->opcode;
-	if ((op != IORING_OP_READ && op != IORING_OP_WRITE) || s->flags || s->ioprio || s->personality ||
+	int vec = op == IORING_OP_READV || op == IORING_OP_WRITEV;
+	if ((op != IORING_OP_READ && op != IORING_OP_WRITE && !vec) || s->flags || s->ioprio || s->personality ||
 	    (int64_t)s->off < -1 || (unsigned)s->fd >= EMU_FCACHE)
 		return 0;
 	const struct fent *fe = &r->fcache[s->fd];
 	if (!__atomic_load_n(&fe->valid, __ATOMIC_ACQUIRE) || fe->kind != FK_REG || fe->direct)
 		return 0;
-	struct iovec v = { (void *)(uintptr_t)s->addr, s->len };
-	ssize_t n = sys_rw(op == IORING_OP_WRITE, s->fd, &v, 1, (int64_t)s->off, (int)s->rw_flags | RWF_NOWAIT);
+	/* READV/WRITEV: the program's iovec array, as op_rw passes it inline */
+	struct iovec one = { (void *)(uintptr_t)s->addr, s->len };
+	const struct iovec *iov = vec ? (const struct iovec *)(uintptr_t)s->addr : &one;
+	int niov = vec ? (int)s->len : 1;
+	ssize_t n = sys_rw(op == IORING_OP_WRITE || op == IORING_OP_WRITEV, s->fd, iov, niov, (int64_t)s->off,
+			   (int)s->rw_flags | RWF_NOWAIT);
 	if (n < 0) {
 		int e = errno;
-		if (e == EAGAIN || e == EOPNOTSUPP || e == ESPIPE)
-			return 0;       /* a worker, a stream, the program's own NOWAIT: op_rw decides */
+		if (e == EAGAIN || e == EOPNOTSUPP || e == ESPIPE || vec)
+			return 0;       /* a worker, a stream, the program's own NOWAIT, a bad
+					 * iovec array (-EFAULT before -EBADF): op_rw decides */
 		*res = -e;
 		return 1;
 	}
 	*res = (int32_t)n;
-	return n == 0 || (uint64_t)n >= s->len ? 1 : 2;
+	return n == 0 || (uint64_t)n >= (vec ? iov_total(iov, niov) : s->len) ? 1 : 2;
 }
 
 /*
@@ -2165,11 +2197,13 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 		if (has_carry) {
 			/* the rest of a short fast-path transfer (op_rw adds done to the offset) */
 			has_carry = 0;
-			q->done = carry_done;
-			q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)(q->sqe.addr + carry_done),
-						       q->sqe.len - carry_done };
-			q->iov = q->iov_in;
-			q->niov = 1;
+			if (rw_carry(q, carry_done) < 0) {
+				/* its array is gone, or no memory: its short count is its result */
+				emu_post(r, carry.user_data, (int32_t)carry_done, 0, 0);
+				r->ncompleted++;
+				exec_put_locked(r, q);
+				continue;
+			}
 		}
 		unsigned lf = q->sqe.flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
 		if (chead) {
