@@ -3,7 +3,7 @@
  * as about 1000, and counts a live child's syscalls before it exits (as it
  * must for the ur server); and the figure bench reports for a job (psync
  * reads: about 1 syscall per I/O), from the library and as the bench program
- * prints it. Skips when the kernel refuses perf events.
+ * prints it; with --no-syscount (job.syscount 0) nothing is counted: n/a. Skips when the kernel refuses perf events.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +86,14 @@ int main(void)
 	if (r.med.ios != 1024 || per < 0.99 || per > 1.5)
 		FAIL("psync job: %.3f syscalls per I/O over %llu I/Os, expected about 1", per,
 		     (unsigned long long)r.med.ios);
+
+	/* --no-syscount: not counted (n/a with its reason), the rest as ever */
+	job.syscount = 0;
+	if (bench_run_job(&job, &r) < 0 || r.status != BENCH_OK)
+		FAIL("psync job without syscount: status %d: %s", r.status, r.reason);
+	if (r.med.syscalls != -1 || r.med.ios != 1024 || !strstr(r.cnt_why[BENCH_CNT_SYSCALLS], "--no-syscount"))
+		FAIL("--no-syscount: syscalls %lld over %llu I/Os (%s)", (long long)r.med.syscalls,
+		     (unsigned long long)r.med.ios, r.cnt_why[BENCH_CNT_SYSCALLS]);
 
 	/* and as the bench program prints it ("syscalls: N (X/IO)") */
 	const char *bin = getenv("UR_BIN");

@@ -49,6 +49,7 @@ struct bench_job {
 	unsigned repeat;      /* timed runs, >= 1 */
 	uint64_t seed;
 	int verify;           /* check the stamp of every read (default 1) */
+	int syscount;         /* count system calls (a tracepoint: slows each one) (default 1) */
 	int batch;            /* reap all in flight before refilling: qd I/Os per submit */
 	uint64_t interval_ns; /* > 0: one I/O every interval_ns, each reaped first (pacing) */
 	unsigned clients;     /* processes running the job at once (clients.c), 0/1: this one */

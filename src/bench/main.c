@@ -75,6 +75,8 @@ static void usage(FILE *f)
 "  --repeat N        timed runs per job; medians and min..max are reported (default 3)\n"
 "  --seed N          stamp and permutation seed\n"
 "  --no-verify       do not check read stamps (not recommended)\n"
+"  --no-syscount     do not count system calls: the counter (the raw_syscalls tracepoint)\n"
+"                    makes every system call dearer, most for engines with one per I/O\n"
 "  --batch           submit qd I/Os, reap them all, then the next qd (default: refill as\n"
 "                    completions arrive)\n"
 "  --interval LIST   (run) one I/O every interval (2ms, 500us, 1s; a unit is required),\n"
@@ -559,6 +561,7 @@ static int cmd_sweep(struct cli *c)
 	snprintf(cfg.base.image, sizeof(cfg.base.image), "%s", c->base.image);
 	cfg.base.seed = seed;
 	cfg.base.verify = verify;
+	cfg.base.syscount = c->base.syscount;
 	if (c->repeat_set)
 		cfg.base.repeat = c->base.repeat;
 	if (c->warmup_set)
@@ -612,7 +615,7 @@ int main(int argc, char **argv)
 {
 	static struct cli c;
 	enum { O_ENGINE = 256, O_BS, O_QD, O_SIZE, O_PATTERN, O_RW, O_MIX, O_DIRECT, O_TIME,
-	       O_BYTES, O_WARMUP, O_REPEAT, O_SEED, O_NOVERIFY, O_DIR, O_IMAGE, O_JSON, O_CSV,
+	       O_BYTES, O_WARMUP, O_REPEAT, O_SEED, O_NOVERIFY, O_NOSYSCOUNT, O_DIR, O_IMAGE, O_JSON, O_CSV,
 	       O_QUICK, O_BATCH, O_INTERVAL, O_CLIENTS, O_MD, O_FORCE, O_PROGRESS, O_BUSY_LOAD,
 	       O_BUSY_CPU, O_IOPS_TIME };
 	static const struct option lo[] = {
@@ -631,6 +634,7 @@ int main(int argc, char **argv)
 		{ "repeat", required_argument, 0, O_REPEAT },
 		{ "seed", required_argument, 0, O_SEED },
 		{ "no-verify", no_argument, 0, O_NOVERIFY },
+		{ "no-syscount", no_argument, 0, O_NOSYSCOUNT },
 		{ "dir", required_argument, 0, O_DIR },
 		{ "image", required_argument, 0, O_IMAGE },
 		{ "json", required_argument, 0, O_JSON },
@@ -779,6 +783,9 @@ int main(int argc, char **argv)
 			break;
 		case O_NOVERIFY:
 			c.base.verify = 0;
+			break;
+		case O_NOSYSCOUNT:
+			c.base.syscount = 0;
 			break;
 		case O_DIR:
 			snprintf(c.base.dir, sizeof(c.base.dir), "%s", optarg);

@@ -107,6 +107,7 @@ void bench_job_defaults(struct bench_job *job)
 	job->repeat = 1;
 	job->seed = 0x5eed;
 	job->verify = 1;
+	job->syscount = 1;
 	snprintf(job->dir, sizeof(job->dir), ".");
 }
 
@@ -496,6 +497,13 @@ int bench_run_job_ex(const struct bench_job *job, struct bench_result *r,
 	memset(&rs, 0, sizeof(rs));
 	r->job = *job;
 	bench_counters_open(&cnt);
+	if (!job->syscount && cnt.fd[BENCH_CNT_SYSCALLS] >= 0) {
+		/* the tracepoint's probe runs on every system call of the timed runs */
+		close(cnt.fd[BENCH_CNT_SYSCALLS]);
+		cnt.fd[BENCH_CNT_SYSCALLS] = -1;
+	}
+	if (!job->syscount)
+		snprintf(cnt.why[BENCH_CNT_SYSCALLS], sizeof(cnt.why[0]), "not counted (--no-syscount)");
 	memcpy(r->cnt_why, cnt.why, sizeof(r->cnt_why));
 	if (!td || !h || !all) {
 		r->status = BENCH_FAILED;

@@ -688,6 +688,50 @@ static ssize_t sys_rw(int wr, int fd, const struct iovec *iov, int niov, int64_t
 	return wr ? pwritev2(fd, iov, niov, off, flags) : preadv2(fd, iov, niov, off, flags);
 }
 
+/* The sum of the lengths of an iovec array that the kernel has just read
+ * without a fault (the program's own array, which may be misaligned). */
+static uint64_t iov_total(const struct iovec *iov, int niov)
+{
+	uint64_t want = 0;
+	for (int i = 0; i < niov; i++) {
+		struct iovec v;
+		memcpy(&v, (const char *)iov + (size_t)i * sizeof(v), sizeof(v));
+		want += v.iov_len;
+	}
+	return want;
+}
+
+/* n more bytes of q's transfer are done (q->iov: the library's copy, shorter
+ * than n): q->done counts them, q->iov is left with the rest. -ENOMEM. */
+static int rw_advance(struct ureq *q, uint64_t n)
+{
+	q->done += n;
+	uint64_t skip = n;
+	int k = 0;
+	while (k < q->niov && skip >= q->iov[k].iov_len)
+		skip -= q->iov[k++].iov_len;
+	int left = q->niov - k;
+	struct iovec *v = left ? malloc((size_t)left * sizeof(*v)) : NULL;
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, q->iov + k, (size_t)left * sizeof(*v));
+	v[0].iov_base = (void *)((uintptr_t)v[0].iov_base + skip);   /* the base may be NULL */
+	v[0].iov_len -= skip;
+	if (q->iov != q->iov_in)
+		free(q->iov);
+	q->iov = v;
+	q->niov = left;
+	return 0;
+}
+
+/* A fast-path transfer (fast_rw) came back short with done bytes: q, made from
+ * the same SQE, goes on from there (the next RWF_NOWAIT try, then a worker). */
+static int rw_carry(struct ureq *q, uint32_t done)
+{
+	int e = stabilize_iov(q);
+	return e < 0 ? e : rw_advance(q, done);
+}
+
 static int32_t op_rw(struct ureq *q, int ctx)
 {
 	struct emu_ring *r = q->r;
@@ -829,11 +873,7 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		/* The kernel has just read all niov entries of this array without a
 		 * fault (n > 0), so their lengths are readable here; it is copied
 		 * with ucopy() only when the transfer is short and goes on. */
-		for (int i = 0; i < niov; i++) {   /* the program's array may be misaligned */
-			struct iovec v;
-			memcpy(&v, (const char *)iov + (size_t)i * sizeof(v), sizeof(v));
-			want += v.iov_len;
-		}
+		want = iov_total(iov, niov);
 		if ((uint64_t)n < want && (e = stabilize_iov(q)) < 0)
 			return e;
 		want = 0;
@@ -841,22 +881,8 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	for (int i = 0; q->iov && i < q->niov; i++)
 		want += q->iov[i].iov_len;
 	if (n > 0 && q->fe.kind == FK_REG && q->iov && (uint64_t)n < want) {
-		q->done += (uint64_t)n;
-		uint64_t skip = (uint64_t)n;
-		int k = 0;
-		while (k < q->niov && skip >= q->iov[k].iov_len)
-			skip -= q->iov[k++].iov_len;
-		int left = q->niov - k;
-		struct iovec *v = left ? malloc((size_t)left * sizeof(*v)) : NULL;
-		if (!v)
+		if (rw_advance(q, (uint64_t)n) < 0)
 			return (int32_t)q->done;
-		memcpy(v, q->iov + k, (size_t)left * sizeof(*v));
-		v[0].iov_base = (void *)((uintptr_t)v[0].iov_base + skip);   /* the base may be NULL */
-		v[0].iov_len -= skip;
-		if (q->iov != q->iov_in)
-			free(q->iov);
-		q->iov = v;
-		q->niov = left;
 		if (ctx == CTX_WORKER)
 			return op_rw(q, ctx);
 		return exec_punt(q);
@@ -2007,6 +2033,114 @@ static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq *
 	*tailp = &h->qnext;
 }
 
+/* ---- the fast path: plain reads and writes of cached regular files ---- */
+
+#define FAST_BATCH 32
+
+struct fast_cqe {
+	uint64_t ud;
+	int32_t res;
+};
+
+/* Post the fast path's CQEs (in SQ order) under one ring lock. */
+static void fast_post(struct emu_ring *r, const struct fast_cqe *c, unsigned n, unsigned head)
+{
+	struct ureq *run = NULL;
+	pthread_mutex_lock(&r->lock);
+	for (unsigned i = 0; i < n; i++) {
+		emu_post(r, c[i].ud, c[i].res, 0, 0);
+		r->ncompleted++;
+		if (r->ncount)
+			timeouts_count_locked(r, &run);
+	}
+	__atomic_store_n(r->sq_head, head, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&r->lock);
+	if (run)
+		exec_issue_list(run, CTX_INLINE);
+}
+
+/*
+ * A READ or WRITE without SQE flags, ioprio or personality on a plain fd that
+ * the cache knows as a regular file without O_DIRECT: the one case that needs
+ * none of a request's machinery (links, drain, cancel, buffers, a worker), as
+ * long as RWF_NOWAIT does it at once. Runs it from the SQE copy s. Returns 1
+ * with *res when it is done (all of it, EOF, or an error the slow path would
+ * give too), 2 with *res bytes when it was short (the slow path continues
+ * it), 0 when nothing was done (would block, not for here: the slow path).
+ */
+static int fast_rw(struct emu_ring *r, const struct io_uring_sqe *s, int32_t *res)
+{
+	unsigned op = s->opcode;
+	int vec = op == IORING_OP_READV || op == IORING_OP_WRITEV;
+	if ((op != IORING_OP_READ && op != IORING_OP_WRITE && !vec) || s->flags || s->ioprio || s->personality ||
+	    (int64_t)s->off < -1 || (unsigned)s->fd >= EMU_FCACHE)
+		return 0;
+	const struct fent *fe = &r->fcache[s->fd];
+	if (!__atomic_load_n(&fe->valid, __ATOMIC_ACQUIRE) || fe->kind != FK_REG || fe->direct)
+		return 0;
+	/* READV/WRITEV: the program's iovec array, as op_rw passes it inline */
+	struct iovec one = { (void *)(uintptr_t)s->addr, s->len };
+	const struct iovec *iov = vec ? (const struct iovec *)(uintptr_t)s->addr : &one;
+	int niov = vec ? (int)s->len : 1;
+	ssize_t n = sys_rw(op == IORING_OP_WRITE || op == IORING_OP_WRITEV, s->fd, iov, niov, (int64_t)s->off,
+			   (int)s->rw_flags | RWF_NOWAIT);
+	if (n < 0) {
+		int e = errno;
+		if (e == EAGAIN || e == EOPNOTSUPP || e == ESPIPE || vec)
+			return 0;       /* a worker, a stream, the program's own NOWAIT, a bad
+					 * iovec array (-EFAULT before -EBADF): op_rw decides */
+		*res = -e;
+		return 1;
+	}
+	*res = (int32_t)n;
+	return n == 0 || (uint64_t)n >= (vec ? iov_total(iov, niov) : s->len) ? 1 : 2;
+}
+
+/*
+ * Take SQEs from the head of the SQ through the fast path while they qualify
+ * and nothing is held back (drain) or dying; stops at the first that does
+ * not, so CQEs keep SQ order with what the slow path does after. A short
+ * transfer is handed to the slow path in *carry (copied once, already
+ * consumed) with *carry_done bytes done. Returns how many SQEs were consumed.
+ */
+static unsigned fast_submit(struct emu_ring *r, unsigned n, unsigned *headp, struct io_uring_sqe *carry,
+			    uint32_t *carry_done)
+{
+	if (__atomic_load_n(&r->defer_head, __ATOMIC_RELAXED) || r->drain_next ||
+	    __atomic_load_n(&r->dying, __ATOMIC_RELAXED))
+		return 0;
+	struct fast_cqe c[FAST_BATCH];
+	unsigned nc = 0, done = 0, head = *headp;
+	while (done < n) {
+		unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);
+		if (idx >= r->sq_entries)
+			break;
+		struct io_uring_sqe s;
+		memcpy(&s, (char *)r->sqes + (size_t)idx * r->sqe_size, sizeof(s));
+		int32_t res;
+		int k = fast_rw(r, &s, &res);
+		if (!k)
+			break;
+		head++;
+		done++;
+		if (k == 2) {
+			*carry = s;
+			*carry_done = (uint32_t)res;
+			break;
+		}
+		c[nc].ud = s.user_data;
+		c[nc++].res = res;
+		if (nc == FAST_BATCH) {
+			fast_post(r, c, nc, head);
+			nc = 0;
+		}
+	}
+	if (nc)
+		fast_post(r, c, nc, head);
+	*headp = head;
+	return done;
+}
+
 unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 {
 	unsigned head = *r->sq_head;
@@ -2018,27 +2152,59 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 		n = avail;
 	struct ureq *run = NULL, **rtail = &run;
 	struct ureq *chead = NULL, *ctail = NULL;
-	unsigned done = 0;
-	int stop = 0;
+	struct io_uring_sqe carry;
+	uint32_t carry_done = 0;
+	tls_in_submit = 1;
+	unsigned done = fast_submit(r, n, &head, &carry, &carry_done);
+	tls_in_submit = 0;
+	int stop = 0, has_carry = carry_done > 0;
+	if (done == n && !has_carry) {
+		kaio_flush(r);           /* as below: nothing of this submission, but an older batch */
+		return done;             /* all done and posted; sq_head published */
+	}
 	pthread_mutex_lock(&r->lock);
-	while (done < n && !stop) {
-		unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);
-		if (idx >= r->sq_entries) {
-			head++;
-			(*r->sq_dropped)++;
-			break;
+	while ((done < n || has_carry) && !stop) {
+		const void *src = &carry;
+		if (!has_carry) {
+			unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);
+			if (idx >= r->sq_entries) {
+				head++;
+				(*r->sq_dropped)++;
+				break;
+			}
+			src = (char *)r->sqes + (size_t)idx * r->sqe_size;
 		}
 		struct ureq *q = req_get_locked(r);
 		if (!q) {
+			if (has_carry) {
+				/* no memory to go on with it: its short count is its result */
+				emu_post(r, carry.user_data, (int32_t)carry_done, 0, 0);
+				r->ncompleted++;
+				has_carry = 0;
+				continue;
+			}
 			if (!done)
 				*err = -EAGAIN;
 			break;
 		}
-		head++;
-		done++;
-		memcpy(&q->sqe, (char *)r->sqes + (size_t)idx * r->sqe_size, sizeof(q->sqe));
+		if (!has_carry) {
+			head++;
+			done++;
+		}
+		memcpy(&q->sqe, src, sizeof(q->sqe));
 		ud_hash_add(q);
 		q->prep_err = prep(r, q);
+		if (has_carry) {
+			/* the rest of a short fast-path transfer (op_rw adds done to the offset) */
+			has_carry = 0;
+			if (rw_carry(q, carry_done) < 0) {
+				/* its array is gone, or no memory: its short count is its result */
+				emu_post(r, carry.user_data, (int32_t)carry_done, 0, 0);
+				r->ncompleted++;
+				exec_put_locked(r, q);
+				continue;
+			}
+		}
 		unsigned lf = q->sqe.flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
 		if (chead) {
 			/* q belongs to the open chain */

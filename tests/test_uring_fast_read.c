@@ -1,0 +1,217 @@
+/* Description: plain READ/WRITE SQEs of a cached regular file (the emulation's fast path: no
+ * request structure, run straight from the SQE copy) keep the kernel's results in all three
+ * modes: a READ that comes back short inline (the rest of its range dropped from the page cache)
+ * goes on and returns all of it, at an offset and at the file position (offset -1), and so does a
+ * READV (its array clobbered by the program after submit; a missing array is -EFAULT); a READ with
+ * the program's own RWF_NOWAIT of an uncached page is -EAGAIN, without it a worker reads it; a
+ * bad buffer is -EFAULT, a closed fd -EBADF (a READV's missing array
+ * on it -EFAULT), a failed READ linked to a NOP cancels it; a TIMEOUT waiting for a count of completions fires
+ * on fast-path completions (res 0, not -ETIME); a drained NOP submitted after fast reads in the
+ * same batch completes after all of them; and a write through it is read back. */
+#include "test_uring.h"
+#include <fcntl.h>
+#include <sys/uio.h>
+
+#define FSZ (256 * 1024)
+
+static struct io_uring_cqe one(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe, c;
+	int r = io_uring_wait_cqe(ring, &cqe);
+	if (r < 0)
+		FAIL("wait_cqe: %s", strerror(-r));
+	c = *cqe;
+	io_uring_cqe_seen(ring, cqe);
+	return c;
+}
+
+static int read_one(struct io_uring *ring, int fd, void *buf, unsigned len, uint64_t off, int rwf)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	CHECK(sqe);
+	io_uring_prep_read(sqe, fd, buf, len, off);
+	sqe->rw_flags = rwf;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	return one(ring).res;
+}
+
+/* Page 16 of fd cached, the pages after it not: a 4-page read from there is short inline. */
+static void partly_cached(int fd, uint8_t *chk)
+{
+	CHECK_EQ(fsync(fd), 0);
+	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);     /* no readahead */
+	CHECK_EQ(pread(fd, chk, 4096, 65536), 4096);
+}
+
+/* Drop the page at off from the page cache; DONTNEED can miss a page still in
+ * another CPU's LRU batch, so look (RWF_NOWAIT itself, not through the ring). */
+static void gone_from_cache(int fd, off_t off)
+{
+	char b[4096];
+	struct iovec v = { b, sizeof b };
+	for (int i = 0; i < 200; i++) {
+		CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		if (preadv2(fd, &v, 1, off, RWF_NOWAIT) < 0 && errno == EAGAIN)
+			return;
+		usleep(5000);
+	}
+	FAIL("the page at %lld stays in the page cache", (long long)off);
+}
+
+static void body(void)
+{
+	struct io_uring ring;
+	int r = io_uring_queue_init(64, &ring, 0);
+	if (r < 0)
+		FAIL("queue_init: %s", strerror(-r));
+	tu_uring_check_mode(&ring);
+	char path[] = "uring_fast.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	unlink(path);
+	uint8_t *src = malloc(FSZ), *dst = malloc(FSZ), *chk = malloc(FSZ);
+	CHECK(src && dst && chk);
+	for (int i = 0; i < FSZ; i++)
+		src[i] = (uint8_t)(i * 131 + (i >> 9));
+	CHECK_EQ(pwrite(fd, src, FSZ, 0), FSZ);
+
+	/* the first read of an fd learns its kind; later ones take the fast path */
+	CHECK_EQ(read_one(&ring, fd, dst, 4096, 0, 0), 4096);
+	CHECK(memcmp(dst, src, 4096) == 0);
+
+	/* a write, read back with pread */
+	memcpy(chk, "fast path write", 15);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_write(sqe, fd, chk, 15, 3000);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(one(&ring).res, 15);
+	CHECK_EQ(pread(fd, dst, 15, 3000), 15);
+	CHECK(memcmp(dst, "fast path write", 15) == 0);
+	memcpy(src + 3000, "fast path write", 15);
+
+	/* short inline, goes on: at an offset ... */
+	partly_cached(fd, chk);
+	memset(dst, 0, FSZ);
+	CHECK_EQ(read_one(&ring, fd, dst, 16384, 65536, 0), 16384);
+	CHECK(memcmp(dst, src + 65536, 16384) == 0);
+	/* ... and at the file position, which ends after all of it */
+	partly_cached(fd, chk);
+	CHECK_EQ(lseek(fd, 65536, SEEK_SET), 65536);
+	memset(dst, 0, FSZ);
+	CHECK_EQ(read_one(&ring, fd, dst, 16384, (uint64_t)-1, 0), 16384);
+	CHECK(memcmp(dst, src + 65536, 16384) == 0);
+	CHECK_EQ(lseek(fd, 0, SEEK_CUR), 65536 + 16384);
+
+	/* READV the same, from an array the program clobbers after submit */
+	partly_cached(fd, chk);
+	memset(dst, 0, FSZ);
+	struct iovec pv[2] = { { dst, 1000 }, { dst + 5000, 15384 } };
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_readv(sqe, fd, pv, 2, 65536);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	memset(pv, 0, sizeof pv);
+	CHECK_EQ(one(&ring).res, 16384);
+	CHECK(memcmp(dst, src + 65536, 1000) == 0);
+	CHECK(memcmp(dst + 5000, src + 65536 + 1000, 15384) == 0);
+	/* a READV whose array is not there: -EFAULT */
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_readv(sqe, fd, (struct iovec *)16, 2, 0);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(one(&ring).res, -EFAULT);
+
+	/* the program's own RWF_NOWAIT on an uncached page: -EAGAIN; without it: read */
+	gone_from_cache(fd, 131072);
+	CHECK_EQ(read_one(&ring, fd, dst, 4096, 131072, RWF_NOWAIT), -EAGAIN);
+	CHECK_EQ(read_one(&ring, fd, dst, 4096, 131072, 0), 4096);
+	CHECK(memcmp(dst, src + 131072, 4096) == 0);
+	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL), 0);
+	CHECK_EQ(pread(fd, chk, FSZ, 0), FSZ);                  /* all cached again */
+
+	/* errors: a bad buffer, a closed fd (its kind still cached) */
+	CHECK_EQ(read_one(&ring, fd, (void *)16, 4096, 0, 0), -EFAULT);
+	int fd2 = dup(fd);
+	CHECK(fd2 >= 0);
+	CHECK_EQ(read_one(&ring, fd2, dst, 100, 0, 0), 100);
+	close(fd2);
+	CHECK_EQ(read_one(&ring, fd2, dst, 100, 0, 0), -EBADF);
+	sqe = io_uring_get_sqe(&ring);          /* the array is looked at before the file */
+	io_uring_prep_readv(sqe, fd2, (struct iovec *)16, 2, 0);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(one(&ring).res, -EFAULT);
+
+	/* a failed READ linked to a NOP cancels it */
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, fd, (void *)16, 4096, 0);
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe->user_data = 1;
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_nop(sqe);
+	sqe->user_data = 2;
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	for (int i = 0; i < 2; i++) {
+		struct io_uring_cqe c = one(&ring);
+		CHECK_EQ(c.res, c.user_data == 1 ? -EFAULT : -ECANCELED);
+	}
+
+	/* a TIMEOUT counting completions: three fast reads complete it (res 0) */
+	struct __kernel_timespec ts = { .tv_sec = 20 };
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_timeout(sqe, &ts, 2, 0);
+	sqe->user_data = 99;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	for (int i = 0; i < 3; i++) {
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, fd, dst + i * 4096, 4096, (uint64_t)i * 4096);
+		sqe->user_data = (uint64_t)i;
+	}
+	CHECK_EQ(io_uring_submit(&ring), 3);
+	struct __kernel_timespec wait = { .tv_sec = 5 };
+	int seen_timeout = 0;
+	for (int i = 0; i < 4; i++) {
+		struct io_uring_cqe *cqe;
+		r = io_uring_wait_cqe_timeout(&ring, &cqe, &wait);
+		if (r < 0)
+			FAIL("CQE %d of 4: %s (a TIMEOUT that did not count the reads?)", i, strerror(-r));
+		if (cqe->user_data == 99) {
+			CHECK_EQ(cqe->res, 0);
+			seen_timeout = 1;
+		} else {
+			CHECK_EQ(cqe->res, 4096);
+		}
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	CHECK(seen_timeout);
+
+	/* reads, then a drained NOP in the same submission: the NOP's CQE is last */
+	for (int i = 0; i < 8; i++) {
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, fd, dst + i * 4096, 4096, (uint64_t)i * 8192);
+		sqe->user_data = 10 + (uint64_t)i;
+	}
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_nop(sqe);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	sqe->user_data = 50;
+	CHECK_EQ(io_uring_submit(&ring), 9);
+	for (int i = 0; i < 9; i++) {
+		struct io_uring_cqe c = one(&ring);
+		if (i < 8) {
+			CHECK(c.user_data >= 10 && c.user_data < 18);
+			CHECK_EQ(c.res, 4096);
+			CHECK(memcmp(dst + (c.user_data - 10) * 4096, src + (c.user_data - 10) * 8192, 4096) == 0);
+		} else {
+			CHECK_EQ(c.user_data, 50);
+		}
+	}
+	close(fd);
+	free(src);
+	free(dst);
+	free(chk);
+	io_uring_queue_exit(&ring);
+}
+
+int main(void)
+{
+	return tu_uring_main(body);
+}
