@@ -217,6 +217,12 @@ int main(void)
 		FAIL("a quiet quick sweep is marked noisy or lacks its conditions");
 	if (strstr(md, "| FAIL") || strstr(md, "FAIL |"))
 		FAIL("a cell failed:\n%s", md);
+	/* the syscall counter (a tracepoint that slows every system call) only
+	 * for T1, whose figures are counts; T1's counts are there */
+	if (!strstr(js, "\"syscalls\": \"not counted (off for this job"))
+		FAIL("T2/T3 cells ran with the syscall counter on");
+	if (!strstr(js, "\"counters_na\": {\"syscalls\": \"\""))
+		FAIL("no cell counted syscalls (T1)");
 	if (!strstr(out, "estimate: about") || !strstr(out, "times: layout"))
 		FAIL("no estimate or times on stdout:\n%s", out);
 	if (strstr(out, "elapsed, about"))

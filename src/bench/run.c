@@ -503,7 +503,7 @@ int bench_run_job_ex(const struct bench_job *job, struct bench_result *r,
 		cnt.fd[BENCH_CNT_SYSCALLS] = -1;
 	}
 	if (!job->syscount)
-		snprintf(cnt.why[BENCH_CNT_SYSCALLS], sizeof(cnt.why[0]), "not counted (--no-syscount)");
+		snprintf(cnt.why[BENCH_CNT_SYSCALLS], sizeof(cnt.why[0]), "not counted (off for this job: --no-syscount, or a sweep's T2/T3 cell)");
 	memcpy(r->cnt_why, cnt.why, sizeof(r->cnt_why));
 	if (!td || !h || !all) {
 		r->status = BENCH_FAILED;
