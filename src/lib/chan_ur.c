@@ -45,6 +45,7 @@ struct urctx {
 	struct urfs_ring ring;
 	const struct urch *reg_by; /* who registered the region's buffers */
 	pid_t pid;                 /* the process whose ring it is (a forked child makes its own) */
+	int excl;                  /* URCH_EXCL: the server's only client */
 	struct lkwait *waits;      /* blocking locks in flight (mu) */
 	uint64_t nwait;
 };
@@ -67,7 +68,7 @@ static int ctx_get(const char *image, unsigned flags, const struct urch_opts *o,
 	}
 	pthread_mutex_lock(&ctx_mu);
 	for (struct urctx *c = ctxs; c; c = c->next)
-		if (!strcmp(c->key, key) && c->pid == getpid()) {
+		if (!strcmp(c->key, key) && c->pid == getpid() && (c->excl || !(flags & URCH_EXCL))) {
 			c->refs++;
 			pthread_mutex_unlock(&ctx_mu);
 			*out = c;
@@ -85,6 +86,8 @@ static int ctx_get(const char *image, unsigned flags, const struct urch_opts *o,
 		p.flags |= URFS_SETUP_CREATE;
 	if (flags & URCH_DIRECT)
 		p.flags |= URFS_SETUP_DIRECT;
+	if (flags & URCH_EXCL)
+		p.flags |= URFS_SETUP_EXCL;     /* (a second ring of ours is refused too) */
 	p.staging_size = o->staging ? o->staging : UR_DEF_STAGING;
 	p.buf_area_size = o->reg_area ? o->reg_area : UR_DEF_REG;
 	int r = urfs_queue_init_params(o->ring_entries, &c->ring, &p);
@@ -98,6 +101,7 @@ static int ctx_get(const char *image, unsigned flags, const struct urch_opts *o,
 	pthread_mutex_init(&c->mu, NULL);
 	c->refs = 1;
 	c->pid = getpid();
+	c->excl = !!(flags & URCH_EXCL);
 	c->next = ctxs;
 	ctxs = c;
 	pthread_mutex_unlock(&ctx_mu);
