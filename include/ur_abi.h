@@ -200,7 +200,8 @@ struct ur_attach {
 /* Per client (docs/ABI.md, "Limits"). */
 #define UR_CLIENT_MAX_FILES 1024u        /* open handles; more: -EMFILE */
 #define UR_MAX_CLIENTS      64u          /* rings per server; more: refused, -EUSERS */
-#define UR_CLIENT_MAX_LOCKS 4096u        /* lock records held; more: -ENOLCK */
+#define UR_CLIENT_MAX_LOCKS 1024u        /* lock records held; more: -ENOLCK */
+#define UR_CLIENT_MAX_LOCKWAITS 256u     /* LOCKs waiting at once; more: -ENOLCK */
 
 /* Fixed descriptor numbers in the server when started by the library. */
 #define UR_FD_REGION 3

@@ -13,7 +13,8 @@
  * is granted. Hostile requests (garbage handles, another ring's handle,
  * unknown flags, ranges past INT64_MAX, nonzero unused fields, a waiting
  * lock in a link, exclusive on a read-only handle, 5000 disjoint records:
- * -ENOLCK past UR_CLIENT_MAX_LOCKS, while 5000 adjacent ones merge) get
+ * -ENOLCK past UR_CLIENT_MAX_LOCKS, while 5000 adjacent ones merge; one
+ * waiting lock more than UR_CLIENT_MAX_LOCKWAITS: -ENOLCK) get
  * their errors and change nobody's locks. The server exits after the last
  * client, the image fsck-clean. */
 #include "test_ur_multi.h"
@@ -284,6 +285,24 @@ static void hostile(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring *
 	CHECK_EQ(lk(a, fa, 1000 + 5000, 1, SH), 0);
 	CHECK_EQ(unlk(b, fb, 1000, 0), 0);
 	CHECK_EQ(unlk(a, fa, 1000, 0), 0);
+	/* bounded waits: a ring with room for more queues UR_CLIENT_MAX_LOCKWAITS */
+	struct urfs_ring er;
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	CHECK_EQ(urfs_queue_init_params(512, &er, &p), 0);
+	int fe = mp_open(&er, "f", 0);
+	CHECK(fe >= 0);
+	for (unsigned i = 0; i < UR_CLIENT_MAX_LOCKWAITS; i++) {
+		struct urfs_sqe *sqe = mp_sqe(&er);
+		urfs_prep_lock(sqe, fe, 0, 1, W);
+		urfs_sqe_set_data64(sqe, 7u << 20 | i);
+	}
+	CHECK_EQ(urfs_submit(&er), UR_CLIENT_MAX_LOCKWAITS);
+	sq_taken(&er);
+	CHECK_EQ(lk(&er, fe, 0, 1, W), -ENOLCK);
+	urfs_queue_exit(&er);                /* its waits go without CQEs */
+	CHECK_EQ(lk(b, fb, 0, 1, SH), -EAGAIN);                /* A's 0..10 still */
 	/* nobody's locks changed */
 	CHECK_EQ(lk(c, fro, 5, 1, SH), -EAGAIN);
 	CHECK_EQ(lk(c, fro, 105, 1, SH), 0);

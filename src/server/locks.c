@@ -10,8 +10,9 @@
  * granted) and is granted as soon as no other owner's record conflicts.
  *
  * Must never: block the server's loop, let a client's records or waits
- * exceed their bounds (UR_CLIENT_MAX_LOCKS records; waits count against the
- * client's CQ room, so a grant always has a CQE slot), keep a record or a
+ * exceed their bounds (UR_CLIENT_MAX_LOCKS records, UR_CLIENT_MAX_LOCKWAITS
+ * waits, which also count against the client's CQ room, so a grant always
+ * has a CQE slot: a grant pass costs at most waits x records), keep a record or a
  * wait of a handle after it is closed or of a ring after it is dropped, or
  * post a CQE to a ring that did not ask (a broken ring's waits stay queued,
  * never granted, until it is dropped).
@@ -196,6 +197,8 @@ int32_t ur_lock_request(struct ur_server *s, const struct ur_sqe *q, uint32_t in
 		return -EAGAIN;
 	if (deadlock(t, &w, b))
 		return -EDEADLK;
+	if (s->nlockwait >= UR_CLIENT_MAX_LOCKWAITS)
+		return -ENOLCK;
 	struct ur_lockwait *lw = malloc(sizeof(*lw));
 	if (!lw)
 		return -ENOLCK;
