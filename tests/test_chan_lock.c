@@ -8,7 +8,8 @@
  * lock, a blocking lock waits for the other's unlock (it then sees what the
  * other wrote before unlocking); three processes add to a counter in the
  * file under the lock and none of the updates is lost; a holder killed
- * (SIGKILL) releases its lock. */
+ * (SIGKILL) releases its lock. UR channels opened URCH_EXCL (locks kept in
+ * the process) pass the same in-process rules. */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -253,6 +254,13 @@ int main(void)
 		in_process(c);
 		two_processes(c);
 		counter_processes(c);
+		if (c->engine == URCH_UR) {
+			/* an exclusive context keeps the locks in the process */
+			struct cfg x = *c;
+			x.flags |= URCH_EXCL;
+			x.label = "ur+excl";
+			in_process(&x);
+		}
 		printf("ok %s\n", c->label);
 	}
 	return 0;

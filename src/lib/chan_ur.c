@@ -5,7 +5,8 @@
  * which other processes may share), one mutex that serializes their calls,
  * one set of registered buffers. Byte-range locks are the server's
  * (UR_OP_LOCK, owned by the channel's handle), so channels of this and of
- * other processes contend. A blocking lock waits without the mutex: its CQE
+ * other processes contend; an exclusive context (URCH_EXCL: no other
+ * client) keeps them in the process instead, without round trips. A blocking lock waits without the mutex: its CQE
  * comes whenever the server grants it, whoever reaps it records it for its
  * waiter and wakes it. The context lives while a channel uses it.
  * Must never: use the ring without the context's mutex, hand a lock's CQE to
@@ -26,6 +27,14 @@
 
 #define UR_DEF_REG     (16u << 20)
 #define UR_DEF_STAGING (8u << 20)
+
+/* A lock of an exclusive context (URCH_EXCL), kept in the process. */
+struct urlock {
+	const struct urch *owner;
+	char name[64];
+	uint64_t start, end;       /* [start, end) */
+	int shared;
+};
 
 /* A blocking lock in flight: its CQE's user_data is tag (bit 63 set, which
  * op ids never have); efd wakes its thread. */
@@ -48,6 +57,12 @@ struct urctx {
 	int excl;                  /* URCH_EXCL: the server's only client */
 	struct lkwait *waits;      /* blocking locks in flight (mu) */
 	uint64_t nwait;
+	/* Exclusive context: no other client can take a lock, so the locks
+	 * among this process's channels are kept here (no round trip). */
+	pthread_mutex_t lkmu;
+	pthread_cond_t lkcv;
+	struct urlock *locks;
+	size_t nlocks, caplocks;
 };
 
 static pthread_mutex_t ctx_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -99,6 +114,8 @@ static int ctx_get(const char *image, unsigned flags, const struct urch_opts *o,
 	if (!realpath(image, c->key))
 		strcpy(c->key, key);
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->lkmu, NULL);
+	pthread_cond_init(&c->lkcv, NULL);
 	c->refs = 1;
 	c->pid = getpid();
 	c->excl = !!(flags & URCH_EXCL);
@@ -126,6 +143,9 @@ static void ctx_put(struct urctx *c)
 		urfs_unregister_buffers(&c->ring);
 	urfs_queue_exit(&c->ring);
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->lkmu);
+	pthread_cond_destroy(&c->lkcv);
+	free(c->locks);
 	free(c);
 }
 
@@ -284,11 +304,15 @@ int urch_ur_unlink(const char *path, const struct urch_opts *o)
 	return r < 0 ? r : 0;
 }
 
+static int lt_unlock(struct urch *ch, uint64_t pos, uint64_t len);
+
 static void cu_close(struct urch *ch)
 {
 	struct urctx *c = ctx_of(ch);
 	if (!c)
 		return;
+	if (c->excl)
+		lt_unlock(ch, 0, 0);
 	pthread_mutex_lock(&c->mu);         /* CLOSE releases the handle's locks */
 	struct urfs_sqe *sqe = urfs_get_sqe(&c->ring);
 	if (sqe) {
@@ -437,6 +461,103 @@ static int ur_force(struct urch *ch, int metadata)
 }
 
 /* ---------------------------------------------------------------------------
+ * Locks of an exclusive context: among the channels of this process (lkmu held).
+ * ------------------------------------------------------------------------- */
+static int conflicts(struct urctx *c, const struct urch *ch, uint64_t s, uint64_t e, int shared)
+{
+	for (size_t i = 0; i < c->nlocks; i++) {
+		struct urlock *l = &c->locks[i];
+		if (l->owner == ch || strcmp(l->name, ch->name))
+			continue;
+		if (l->start < e && s < l->end && !(shared && l->shared))
+			return 1;
+	}
+	return 0;
+}
+
+static int add_lock(struct urctx *c, const struct urch *ch, uint64_t s, uint64_t e, int shared)
+{
+	if (c->nlocks == c->caplocks) {
+		size_t nc = c->caplocks ? c->caplocks * 2 : 16;
+		struct urlock *nl = realloc(c->locks, nc * sizeof(*nl));
+		if (!nl)
+			return -ENOMEM;
+		c->locks = nl;
+		c->caplocks = nc;
+	}
+	struct urlock *l = &c->locks[c->nlocks++];
+	l->owner = ch;
+	memcpy(l->name, ch->name, sizeof(l->name));
+	l->start = s;
+	l->end = e;
+	l->shared = shared;
+	return 0;
+}
+
+/* Remove ch's hold on [s, e), splitting a record that covers it. */
+static int cut_own(struct urctx *c, const struct urch *ch, uint64_t s, uint64_t e)
+{
+	for (size_t i = 0; i < c->nlocks;) {
+		struct urlock *l = &c->locks[i];
+		if (l->owner != ch || l->end <= s || e <= l->start) {
+			i++;
+			continue;
+		}
+		if (l->start < s && e < l->end) {
+			struct urlock right = *l;
+			right.start = e;
+			l->end = s;
+			if (add_lock(c, ch, right.start, right.end, right.shared) < 0)
+				return -ENOMEM;
+			i++;
+		} else if (l->start < s) {
+			l->end = s;
+			i++;
+		} else if (e < l->end) {
+			l->start = e;
+			i++;
+		} else {
+			c->locks[i] = c->locks[--c->nlocks];
+		}
+	}
+	return 0;
+}
+
+static int lt_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait)
+{
+	struct urctx *c = ctx_of(ch);
+	uint64_t e = len ? pos + len : UINT64_MAX;
+	int r;
+	if (!shared && (ch->flags & URCH_RDONLY))
+		return -EBADF;
+	pthread_mutex_lock(&c->lkmu);
+	while (conflicts(c, ch, pos, e, shared)) {
+		if (!wait) {
+			pthread_mutex_unlock(&c->lkmu);
+			return -EAGAIN;
+		}
+		pthread_cond_wait(&c->lkcv, &c->lkmu);
+	}
+	r = cut_own(c, ch, pos, e);
+	if (!r)
+		r = add_lock(c, ch, pos, e, shared);
+	pthread_cond_broadcast(&c->lkcv);
+	pthread_mutex_unlock(&c->lkmu);
+	return r;
+}
+
+static int lt_unlock(struct urch *ch, uint64_t pos, uint64_t len)
+{
+	struct urctx *c = ctx_of(ch);
+	uint64_t e = len ? pos + len : UINT64_MAX;
+	pthread_mutex_lock(&c->lkmu);
+	int r = cut_own(c, ch, pos, e);
+	pthread_cond_broadcast(&c->lkcv);
+	pthread_mutex_unlock(&c->lkmu);
+	return r;
+}
+
+/* ---------------------------------------------------------------------------
  * Locks: the server's (docs/ABI.md, "Locks"), owned by the channel's handle.
  * ------------------------------------------------------------------------- */
 
@@ -490,6 +611,8 @@ static int ur_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int 
 	int r;
 	if (!shared && (ch->flags & URCH_RDONLY))
 		return -EBADF;
+	if (c->excl)
+		return lt_lock(ch, pos, len, shared, wait);
 	if (wait && (w.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
 		return -errno;
 	pthread_mutex_lock(&c->mu);
@@ -524,6 +647,8 @@ static int ur_unlock(struct urch *ch, uint64_t pos, uint64_t len)
 {
 	struct urctx *c = ctx_of(ch);
 	int r;
+	if (c->excl)
+		return lt_unlock(ch, pos, len);
 	pthread_mutex_lock(&c->mu);
 	struct urfs_sqe *sqe = get_sqe(&c->ring, &r);
 	if (sqe) {
