@@ -6,9 +6,10 @@
  * one set of registered buffers. Byte-range locks are the server's
  * (UR_OP_LOCK, owned by the channel's handle), so channels of this and of
  * other processes contend; an exclusive context (URCH_EXCL: no other
- * client) keeps them in the process instead, without round trips. A blocking lock waits without the mutex: its CQE
- * comes whenever the server grants it, whoever reaps it records it for its
- * waiter and wakes it. The context lives while a channel uses it.
+ * client) keeps them in the process instead, without round trips. A
+ * blocking server lock waits without the mutex: its CQE comes whenever the
+ * server grants it, whoever reaps it records it for its waiter and wakes
+ * it. The context lives while a channel uses it.
  * Must never: use the ring without the context's mutex, hand a lock's CQE to
  * anyone but its waiter, hold the mutex while a lock waits, or leave SQEs
  * unsubmitted or CQEs unreaped when a call returns (but a waiting lock's).
