@@ -59,8 +59,9 @@ struct urch;
 
 /* Errors from urch_open: -ENOSYS / -EPERM: the engine cannot run here (io_uring
  * absent or blocked); -EINVAL: bad engine/flags, or for URCH_UR a name that is
- * not a SimpleFS name (1..63 bytes, no '/'); -EBUSY: the image is in use by
- * another process; the file's own errors (-ENOENT ...). */
+ * not a SimpleFS name (1..63 bytes, no '/'); -EBUSY: the image is mounted by
+ * another program than a server, or URCH_EXCL is asked or held by another
+ * client; the file's own errors (-ENOENT ...). */
 int urch_open(const char *path, unsigned flags, int engine, struct urch **ch);
 int urch_open_opts(const char *path, unsigned flags, int engine,
 		   const struct urch_opts *opts, struct urch **ch);
