@@ -271,13 +271,23 @@ static void hostile(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring *
 	/* bounded records: disjoint ones stop at the limit, adjacent ones merge */
 	int32_t e = 0;
 	unsigned n;
+	CHECK_EQ(lk(b, fb, 900, 50, EX), 0);                 /* one record to split later */
 	for (n = 0; n < 5000 && (e = lk(b, fb, 1000 + 2 * (uint64_t)n, 1, EX)) == 0; n++)
 		;
 	CHECK_EQ(e, -ENOLCK);
 	if (n + 1 < UR_CLIENT_MAX_LOCKS - 4 || n >= UR_CLIENT_MAX_LOCKS)
 		FAIL("ENOLCK after %u records", n);
 	CHECK_EQ(lk(a, fa, 1000, 1, SH), -EAGAIN);
+	/* at the limit: splits stop at UR_CLIENT_MAX_LOCKS, releasing never does */
+	for (n = 0; n < 8 && (e = unlk(b, fb, 910 + 2 * (uint64_t)n, 1)) == 0; n++)
+		;
+	CHECK_EQ(e, -ENOLCK);
+	CHECK(n >= 1);
+	CHECK_EQ(lk(a, fa, 910 + 2 * (uint64_t)n, 1, SH), -EAGAIN);   /* the failed split changed nothing */
+	CHECK_EQ(lk(a, fa, 910, 1, SH), 0);
+	CHECK_EQ(unlk(a, fa, 910, 1), 0);
 	CHECK_EQ(unlk(b, fb, 1000, 0), 0);
+	CHECK_EQ(unlk(b, fb, 900, 50), 0);
 	for (n = 0; n < 5000; n++)
 		if ((e = lk(b, fb, 1000 + (uint64_t)n, 1, EX)) != 0)
 			FAIL("adjacent record %u: %d", n, e);

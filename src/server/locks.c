@@ -99,7 +99,9 @@ static int add_rec(struct ur_locktab *t, const struct ur_lock *w, uint64_t start
 }
 
 /* Remove w's owner's hold on [w->start, w->end) of w's file, splitting a
- * record that covers it (the caller made sure a split has room). */
+ * record that covers it: -ENOLCK, and nothing changed, when that split
+ * finds the owner's ring at UR_CLIENT_MAX_LOCKS (an owner's records never
+ * overlap, so a record that covers the range is the only one it meets). */
 static int cut_own(struct ur_locktab *t, const struct ur_lock *w)
 {
 	for (struct ur_lock **pp = &t->held; *pp;) {
@@ -109,6 +111,8 @@ static int cut_own(struct ur_locktab *t, const struct ur_lock *w)
 			continue;
 		}
 		if (l->start < w->start && w->end < l->end) {
+			if (l->ring->nlocks >= UR_CLIENT_MAX_LOCKS)
+				return -ENOLCK;
 			uint64_t right = w->end, rend = l->end;
 			l->end = w->start;
 			if (add_rec(t, l, right, rend, l->shared) < 0)
@@ -220,8 +224,6 @@ int32_t ur_unlock_request(struct ur_server *s, const struct ur_sqe *q, uint32_t 
 		.ring = s, .fd = q->fd, .ino = ino, .start = q->off,
 		.end = q->addr ? q->off + q->addr : UINT64_MAX,
 	};
-	if (s->nlocks + 1 > UR_CLIENT_MAX_LOCKS)
-		return -ENOLCK;             /* a split needs a record */
 	int r = cut_own(t, &w);
 	grant(t);
 	return r;
