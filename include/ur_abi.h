@@ -141,6 +141,9 @@ enum {
 	UR_OP_STATX,             /* fd >= 0, or fd = -1 and addr,len: name; addr2: out */
 	UR_OP_REGISTER_BUFFERS,  /* addr: struct ur_iovec[len]; len 0 unregisters */
 	UR_OP_FAIL,              /* client-side error carried in order: res = -len */
+	UR_OP_LOCK,              /* fd, off: start, addr: length (0: to EOF and beyond),
+				    op_flags: UR_LOCK_*; res 0 or -errno (docs/ABI.md, "Locks") */
+	UR_OP_UNLOCK,            /* fd, off, addr: the range to release */
 	UR_OP_LAST
 };
 
@@ -156,6 +159,12 @@ enum {
 #define UR_O_APPEND  0x8u
 #define UR_O_RDONLY  0x10u
 #define UR_O_VALID   0x1fu
+
+/* LOCK flags. Owner of a lock: the file handle of the ring that took it. */
+#define UR_LOCK_SHARED 0x1u      /* a read lock (else exclusive) */
+#define UR_LOCK_WAIT   0x2u      /* held elsewhere: the CQE comes when granted
+				    (else -EAGAIN at once) */
+#define UR_LOCK_VALID  0x3u
 
 /* Start-up handshake: the server's first and only message on the liveness
  * socket (SOCK_SEQPACKET), then the socket stays silent until one side dies. */
@@ -191,6 +200,8 @@ struct ur_attach {
 /* Per client (docs/ABI.md, "Limits"). */
 #define UR_CLIENT_MAX_FILES 1024u        /* open handles; more: -EMFILE */
 #define UR_MAX_CLIENTS      64u          /* rings per server; more: refused, -EUSERS */
+#define UR_CLIENT_MAX_LOCKS 1024u        /* lock records held; more: -ENOLCK */
+#define UR_CLIENT_MAX_LOCKWAITS 256u     /* LOCKs waiting at once; more: -ENOLCK */
 
 /* Fixed descriptor numbers in the server when started by the library. */
 #define UR_FD_REGION 3

@@ -34,6 +34,9 @@ enum urch_engine {
 #define URCH_DIRECT  0x08u  /* O_DIRECT (UR: the image is opened O_DIRECT); buffers,
 			       positions and lengths must be aligned: urch_alloc_buf */
 #define URCH_DSYNC   0x10u  /* O_DSYNC (UR: an FSYNC after each write call) */
+#define URCH_EXCL    0x20u  /* UR: this process's ring is the image server's only
+			       client while it lives (URFS_SETUP_EXCL): for users
+			       whose state is the process's own (the SQLite VFS) */
 
 /* Optional settings (NULL or zeroed = defaults). */
 struct urch_opts {
@@ -56,8 +59,9 @@ struct urch;
 
 /* Errors from urch_open: -ENOSYS / -EPERM: the engine cannot run here (io_uring
  * absent or blocked); -EINVAL: bad engine/flags, or for URCH_UR a name that is
- * not a SimpleFS name (1..63 bytes, no '/'); -EBUSY: the image is in use by
- * another process; the file's own errors (-ENOENT ...). */
+ * not a SimpleFS name (1..63 bytes, no '/'); -EBUSY: the image is mounted by
+ * another program than a server, or URCH_EXCL is asked or held by another
+ * client; the file's own errors (-ENOENT ...). */
 int urch_open(const char *path, unsigned flags, int engine, struct urch **ch);
 int urch_open_opts(const char *path, unsigned flags, int engine,
 		   const struct urch_opts *opts, struct urch **ch);
@@ -116,9 +120,11 @@ int urch_truncate(struct urch *ch, uint64_t size);
 /* metadata 0: fdatasync; 1: fsync (UR: the FSYNC op, which commits everything). */
 int urch_force(struct urch *ch, int metadata);
 
-/* Byte-range locks; len 0 = to the end of the file (and beyond). Host files:
- * OFD locks (processes and channels contend). UR: among the channels of this
- * process only (see docs/CHANNEL.md). try_lock: -EAGAIN when held elsewhere. */
+/* Byte-range locks; len 0 = to the end of the file (and beyond); each
+ * channel owns its own, so channels contend with each other, in this and in
+ * other processes. Host files: OFD locks. UR: the server's (see
+ * docs/CHANNEL.md). try_lock: -EAGAIN when held elsewhere; lock: -EDEADLK
+ * when waiting would close a cycle the server sees. */
 int urch_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared);
 int urch_try_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared);
 int urch_unlock(struct urch *ch, uint64_t pos, uint64_t len);

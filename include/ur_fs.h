@@ -49,6 +49,8 @@ extern "C" {
 #define URFS_O_EXCL    UR_O_EXCL
 #define URFS_O_APPEND  UR_O_APPEND
 #define URFS_O_RDONLY  UR_O_RDONLY
+#define URFS_LOCK_SHARED UR_LOCK_SHARED
+#define URFS_LOCK_WAIT   UR_LOCK_WAIT
 
 /* Offset meaning "at the file position" (and advance it). */
 #define URFS_POS ((uint64_t)-1)
@@ -274,6 +276,21 @@ static inline void urfs_prep_fsync(struct urfs_sqe *sqe, int fd, unsigned fsync_
 {
 	(void)fsync_flags;
 	urfs_prep_rw(UR_OP_FSYNC, sqe, fd, NULL, 0, 0);
+}
+/* Byte-range lock on [pos, pos + len) of handle fd (len 0: to the end of the
+ * file and beyond); flags: URFS_LOCK_SHARED (else exclusive), URFS_LOCK_WAIT
+ * (the CQE comes when granted; else -EAGAIN at once when held elsewhere). */
+static inline void urfs_prep_lock(struct urfs_sqe *sqe, int fd, uint64_t pos, uint64_t len,
+				  unsigned flags)
+{
+	urfs_prep_rw(UR_OP_LOCK, sqe, fd, NULL, 0, pos);
+	sqe->addr = len;
+	sqe->op_flags = flags;
+}
+static inline void urfs_prep_unlock(struct urfs_sqe *sqe, int fd, uint64_t pos, uint64_t len)
+{
+	urfs_prep_rw(UR_OP_UNLOCK, sqe, fd, NULL, 0, pos);
+	sqe->addr = len;
 }
 static inline void urfs_prep_ftruncate(struct urfs_sqe *sqe, int fd, uint64_t len)
 {

@@ -2,11 +2,17 @@
  * process contend (exclusive vs shared, shared vs shared, adjacent ranges,
  * len 0 = to the end and beyond, unlocking the middle of a range, close
  * releasing, an exclusive lock on a read-only channel refused, a blocking
- * lock in a second thread waking when the holder unlocks). Host files
- * (psync, io_uring): two processes contend too, through OFD locks: try_lock
- * sees the other's lock, a blocking lock waits for the other's unlock (it
- * then sees what the other wrote before unlocking). */
+ * lock in a second thread waking when the holder unlocks). Two processes
+ * contend too (host files: OFD locks; UR: the server's locks, the second
+ * process a client of the first one's server): try_lock sees the other's
+ * lock, a blocking lock waits for the other's unlock (it then sees what the
+ * other wrote before unlocking); three processes add to a counter in the
+ * file under the lock and none of the updates is lost; a holder killed
+ * (SIGKILL) releases its lock. UR channels opened URCH_EXCL (locks kept in
+ * the process) pass the same in-process rules. */
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,7 +110,7 @@ static void in_process(const struct cfg *c)
 	urch_close(a);
 }
 
-/* Two processes, host files. */
+/* Two processes. */
 static void two_processes(const struct cfg *c)
 {
 	printf("%s: two processes\n", c->label);
@@ -163,6 +169,79 @@ static void two_processes(const struct cfg *c)
 	close(up[0]); close(up[1]); close(down[0]); close(down[1]);
 }
 
+/* NPROC processes each add 1 to a counter in the file ROUNDS times, a
+ * read-modify-write under a blocking exclusive lock: the sum proves they
+ * excluded each other. Then a process holding a lock is killed (SIGKILL): a
+ * blocking lock in this one is granted. */
+#define NPROC 3
+#define ROUNDS 40
+static void counter_processes(const struct cfg *c)
+{
+	printf("%s: %d processes, a counter under the lock\n", c->label, NPROC);
+	struct urch *a;
+	uint64_t v = 0;
+	CHECK(cfg_open(c, URCH_CREATE | URCH_TRUNC, 8, &a) == 0, "%s: open", c->label);
+	CHECK(urch_write_fully(a, &v, sizeof(v), 0) == sizeof(v), "write");
+	pid_t kids[NPROC];
+	for (int k = 0; k < NPROC; k++) {
+		kids[k] = fork();
+		CHECK(kids[k] >= 0, "fork");
+		if (kids[k])
+			continue;
+		struct urch *b;
+		if (cfg_open(c, 0, 8, &b) < 0)
+			_exit(10);
+		for (int i = 0; i < ROUNDS; i++) {
+			uint64_t x;
+			if (urch_lock(b, 0, 8, 0) != 0)
+				_exit(11);
+			if (urch_read_fully(b, &x, sizeof(x), 0) != sizeof(x))
+				_exit(12);
+			if (i % 8 == 0)
+				sched_yield();  /* let the others run into the lock */
+			x++;
+			if (urch_write_fully(b, &x, sizeof(x), 0) != sizeof(x))
+				_exit(13);
+			if (urch_unlock(b, 0, 8) != 0)
+				_exit(14);
+		}
+		urch_close(b);
+		_exit(0);
+	}
+	for (int k = 0; k < NPROC; k++) {
+		int st;
+		CHECK(waitpid(kids[k], &st, 0) == kids[k], "waitpid");
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: counter child: %#x", c->label, st);
+	}
+	CHECK(urch_read_fully(a, &v, sizeof(v), 0) == sizeof(v), "read");
+	CHECK(v == NPROC * ROUNDS, "%s: counter %llu, not %d: the lock did not exclude",
+	      c->label, (unsigned long long)v, NPROC * ROUNDS);
+
+	int p[2];
+	char x = 0;
+	CHECK(pipe(p) == 0, "pipe");
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct urch *b;
+		if (cfg_open(c, 0, 8, &b) < 0 || urch_lock(b, 100, 0, 0) != 0)
+			_exit(20);
+		if (write(p[1], "l", 1) != 1)
+			_exit(21);
+		for (;;)
+			pause();
+	}
+	CHECK(read(p[0], &x, 1) == 1 && x == 'l', "child locked");
+	CHECK(urch_try_lock(a, 200, 1, 1) == -EAGAIN, "%s: the child's lock", c->label);
+	kill(pid, SIGKILL);
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	CHECK(urch_lock(a, 0, 0, 0) == 0, "%s: lock after the holder was killed", c->label);
+	urch_close(a);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -173,8 +252,15 @@ int main(void)
 		if (!cfg_runnable(c))
 			continue;
 		in_process(c);
-		if (c->engine != URCH_UR)
-			two_processes(c);
+		two_processes(c);
+		counter_processes(c);
+		if (c->engine == URCH_UR) {
+			/* an exclusive context keeps the locks in the process */
+			struct cfg x = *c;
+			x.flags |= URCH_EXCL;
+			x.label = "ur+excl";
+			in_process(&x);
+		}
 		printf("ok %s\n", c->label);
 	}
 	return 0;

@@ -5,11 +5,13 @@
  * the image is unchanged) until xSync, reads and a second handle see the
  * pending bytes, xSync puts them in the file, truncate cuts pending and
  * cached bytes, short reads; xAccess/xDelete of journals; locks between two connections
- * of the process in both modes; the image from the URI or $SFS_IMAGE; names
+ * of the process in both modes; another process cannot open a channel on
+ * the image while the VFS uses it; the image from the URI or $SFS_IMAGE; names
  * the image cannot hold are refused. */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -329,6 +331,20 @@ static void images(void)
 	setenv("SFS_IMAGE", "u.sfs", 1);
 	sqlite3 *a = open_db("file:e.db?vfs=urfs");
 	exec_ok(a, "CREATE TABLE e(x); INSERT INTO e VALUES(42)");
+	/* The VFS keeps its state in the process: its ring is the server's
+	 * only client, another process's channel is refused. */
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct urch_opts o = { .image = "u.sfs" };
+		struct urch *ch;
+		int r = urch_open_opts("other", URCH_CREATE, URCH_UR, &o, &ch);
+		_exit(r == -EBUSY ? 0 : 1);
+	}
+	int wst;
+	CHECK(waitpid(pid, &wst, 0) == pid);
+	if (!WIFEXITED(wst) || WEXITSTATUS(wst) != 0)
+		FAIL("another process opened a channel on the VFS's image");
 	sqlite3 *c;
 	CHECK(sqlite3_open_v2("file:e.db?vfs=urfs&image=t.sfs", &c, SQLITE_OPEN_READWRITE |
 			      SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL) == SQLITE_CANTOPEN);

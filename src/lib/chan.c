@@ -67,7 +67,7 @@ URCH_EXPORT int urch_open_opts(const char *path, unsigned flags, int engine,
 		return -EINVAL;
 	*out = NULL;
 	if (!e || !path || (flags & ~(URCH_CREATE | URCH_TRUNC | URCH_RDONLY | URCH_DIRECT |
-				      URCH_DSYNC)))
+				      URCH_DSYNC | URCH_EXCL)))
 		return -EINVAL;
 	if (opts_fill(&o, opts) < 0)
 		return -EINVAL;

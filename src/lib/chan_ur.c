@@ -1,18 +1,27 @@
 /*
  * chan_ur.c - the channel engine over this project's rings (urfs_*), on a
- * file inside a SimpleFS image. An image can be mounted by one process (one
- * server) only, so all channels of this process on one image share one
- * context: one ring, one simplefs_server, one mutex that serializes their
- * calls, one set of registered buffers, and a table of byte-range locks
- * among those channels. The context lives while a channel uses it.
- * Must never: use the ring without the context's mutex, or leave SQEs
- * unsubmitted or CQEs unreaped when a call returns.
+ * file inside a SimpleFS image. All channels of this process on one image
+ * share one context: one ring (a client of the image's simplefs_server,
+ * which other processes may share), one mutex that serializes their calls,
+ * one set of registered buffers. Byte-range locks are the server's
+ * (UR_OP_LOCK, owned by the channel's handle), so channels of this and of
+ * other processes contend; an exclusive context (URCH_EXCL: no other
+ * client) keeps them in the process instead, without round trips. A
+ * blocking server lock waits without the mutex: its CQE comes whenever the
+ * server grants it, whoever reaps it records it for its waiter and wakes
+ * it. The context lives while a channel uses it.
+ * Must never: use the ring without the context's mutex, hand a lock's CQE to
+ * anyone but its waiter, hold the mutex while a lock waits, or leave SQEs
+ * unsubmitted or CQEs unreaped when a call returns (but a waiting lock's).
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "chan_int.h"
 #include "ur_fs.h"
@@ -20,11 +29,22 @@
 #define UR_DEF_REG     (16u << 20)
 #define UR_DEF_STAGING (8u << 20)
 
+/* A lock of an exclusive context (URCH_EXCL), kept in the process. */
 struct urlock {
 	const struct urch *owner;
 	char name[64];
 	uint64_t start, end;       /* [start, end) */
 	int shared;
+};
+
+/* A blocking lock in flight: its CQE's user_data is tag (bit 63 set, which
+ * op ids never have); efd wakes its thread. */
+#define LKW_TAG (1ull << 63)
+struct lkwait {
+	struct lkwait *next;
+	uint64_t tag;
+	int efd;
+	int done, res;
 };
 
 struct urctx {
@@ -34,7 +54,13 @@ struct urctx {
 	pthread_mutex_t mu;        /* the ring */
 	struct urfs_ring ring;
 	const struct urch *reg_by; /* who registered the region's buffers */
-	pthread_mutex_t lkmu;      /* the lock table */
+	pid_t pid;                 /* the process whose ring it is (a forked child makes its own) */
+	int excl;                  /* URCH_EXCL: the server's only client */
+	struct lkwait *waits;      /* blocking locks in flight (mu) */
+	uint64_t nwait;
+	/* Exclusive context: no other client can take a lock, so the locks
+	 * among this process's channels are kept here (no round trip). */
+	pthread_mutex_t lkmu;
 	pthread_cond_t lkcv;
 	struct urlock *locks;
 	size_t nlocks, caplocks;
@@ -58,7 +84,7 @@ static int ctx_get(const char *image, unsigned flags, const struct urch_opts *o,
 	}
 	pthread_mutex_lock(&ctx_mu);
 	for (struct urctx *c = ctxs; c; c = c->next)
-		if (!strcmp(c->key, key)) {
+		if (!strcmp(c->key, key) && c->pid == getpid() && (c->excl || !(flags & URCH_EXCL))) {
 			c->refs++;
 			pthread_mutex_unlock(&ctx_mu);
 			*out = c;
@@ -76,7 +102,8 @@ static int ctx_get(const char *image, unsigned flags, const struct urch_opts *o,
 		p.flags |= URFS_SETUP_CREATE;
 	if (flags & URCH_DIRECT)
 		p.flags |= URFS_SETUP_DIRECT;
-	p.flags |= URFS_SETUP_EXCL;     /* our byte-range locks are this process's own */
+	if (flags & URCH_EXCL)
+		p.flags |= URFS_SETUP_EXCL;     /* (a second ring of ours is refused too) */
 	p.staging_size = o->staging ? o->staging : UR_DEF_STAGING;
 	p.buf_area_size = o->reg_area ? o->reg_area : UR_DEF_REG;
 	int r = urfs_queue_init_params(o->ring_entries, &c->ring, &p);
@@ -91,6 +118,8 @@ static int ctx_get(const char *image, unsigned flags, const struct urch_opts *o,
 	pthread_mutex_init(&c->lkmu, NULL);
 	pthread_cond_init(&c->lkcv, NULL);
 	c->refs = 1;
+	c->pid = getpid();
+	c->excl = !!(flags & URCH_EXCL);
 	c->next = ctxs;
 	ctxs = c;
 	pthread_mutex_unlock(&ctx_mu);
@@ -121,19 +150,61 @@ static void ctx_put(struct urctx *c)
 	free(c);
 }
 
-/* One request, synchronously (ring mutex held): cqe->res. */
+static struct urctx *ctx_of_ring(struct urfs_ring *ring)
+{
+	return (struct urctx *)((char *)ring - offsetof(struct urctx, ring));
+}
+
+static void wake(int efd)
+{
+	uint64_t one = 1;
+	if (write(efd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: saturated, it wakes anyway */
+	}
+}
+
+/* A CQE of a blocking lock (mu held): recorded for its waiter, who is woken. 1 if it was one. */
+static int divert(struct urctx *c, uint64_t ud, int res)
+{
+	if (!(ud & LKW_TAG))
+		return 0;
+	for (struct lkwait *w = c->waits; w; w = w->next)
+		if (w->tag == ud) {
+			w->done = 1;
+			w->res = res;
+			wake(w->efd);
+		}
+	return 1;
+}
+
+/* Release the ring (mu held, not by a sleeping waiter): the waiters wake to
+ * re-arm their sleep, as this thread may have taken their doorbell. */
+static void ctx_unlock(struct urctx *c)
+{
+	for (struct lkwait *w = c->waits; w; w = w->next)
+		wake(w->efd);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* One request, synchronously (ring mutex held): its cqe->res. A blocking
+ * lock's CQE that comes first goes to its waiter. */
 static int sync_sqe(struct urfs_ring *ring)
 {
+	struct urctx *c = ctx_of_ring(ring);
 	struct urfs_cqe *cqe;
-	int r = urfs_submit_and_wait(ring, 1);
+	int r = urfs_submit(ring);
 	if (r < 0)
 		return r;
-	r = urfs_wait_cqe(ring, &cqe);
-	if (r < 0)
-		return r;
-	r = cqe->res;
-	urfs_cqe_seen(ring, cqe);
-	return r;
+	for (;;) {
+		r = urfs_wait_cqe(ring, &cqe);
+		if (r < 0)
+			return r;
+		uint64_t ud = cqe->user_data;
+		r = cqe->res;
+		urfs_cqe_seen(ring, cqe);
+		if (!divert(c, ud, r))
+			return r;
+	}
 }
 
 /* An SQE of the image's ring, or NULL with *err: -EPIPE once the server is
@@ -157,7 +228,7 @@ static void ur_enter(struct urch *ch)
 
 static void ur_leave(struct urch *ch)
 {
-	pthread_mutex_unlock(&ctx_of(ch)->mu);
+	ctx_unlock(ctx_of(ch));
 }
 
 /* The image a UR name lives in: opts, else $SFS_IMAGE, else disk.sfs. */
@@ -200,7 +271,7 @@ static int cu_open(struct urch *ch, const char *path, const struct urch_opts *o)
 		urfs_prep_openat(sqe, path, of);
 		r = sync_sqe(&c->ring);
 	}
-	pthread_mutex_unlock(&c->mu);
+	ctx_unlock(c);
 	if (r < 0) {
 		ch->priv = NULL;
 		ctx_put(c);
@@ -229,26 +300,27 @@ int urch_ur_unlink(const char *path, const struct urch_opts *o)
 		urfs_prep_unlink(sqe, path);
 		r = sync_sqe(&c->ring);
 	}
-	pthread_mutex_unlock(&c->mu);
+	ctx_unlock(c);
 	ctx_put(c);
 	return r < 0 ? r : 0;
 }
 
-static void drop_locks(struct urch *ch);
+static int lt_unlock(struct urch *ch, uint64_t pos, uint64_t len);
 
 static void cu_close(struct urch *ch)
 {
 	struct urctx *c = ctx_of(ch);
 	if (!c)
 		return;
-	drop_locks(ch);
-	pthread_mutex_lock(&c->mu);
+	if (c->excl)
+		lt_unlock(ch, 0, 0);
+	pthread_mutex_lock(&c->mu);         /* CLOSE releases the handle's locks */
 	struct urfs_sqe *sqe = urfs_get_sqe(&c->ring);
 	if (sqe) {
 		urfs_prep_close(sqe, ch->fd);
 		sync_sqe(&c->ring);
 	}
-	pthread_mutex_unlock(&c->mu);
+	ctx_unlock(c);
 	ch->priv = NULL;
 	ch->fd = -1;
 	ctx_put(c);
@@ -316,20 +388,23 @@ static unsigned ur_reap(struct urch *ch, urch_cb cb, void *arg)
 	struct urfs_ring *ring = &ctx_of(ch)->ring;
 	struct urfs_cqe *cqe;
 	uint32_t head;
-	unsigned n = 0;
+	unsigned n = 0, mine = 0;
 	urfs_for_each_cqe(ring, head, cqe) {
-		cb(arg, cqe->user_data, cqe->res);
+		if (!divert(ctx_of(ch), cqe->user_data, cqe->res)) {
+			cb(arg, cqe->user_data, cqe->res);
+			mine++;
+		}
 		n++;
 	}
 	urfs_cq_advance(ring, n);
-	return n;
+	return mine;
 }
 
 static int ur_reg(struct urch *ch, size_t len, unsigned nr, void **bufs)
 {
 	struct urctx *c = ctx_of(ch);
-	if (c->reg_by)
-		return -EBUSY;
+	if (c->reg_by || c->waits)
+		return -EBUSY;              /* a waiting lock keeps the ring busy */
 	struct iovec iov = { .iov_base = NULL, .iov_len = len * nr };
 	int r = urfs_register_buffers(&c->ring, &iov, 1);
 	if (r < 0)
@@ -342,6 +417,8 @@ static int ur_reg(struct urch *ch, size_t len, unsigned nr, void **bufs)
 static int ur_unreg(struct urch *ch)
 {
 	struct urctx *c = ctx_of(ch);
+	if (c->waits)
+		return -EBUSY;
 	int r = urfs_unregister_buffers(&c->ring);
 	c->reg_by = NULL;
 	urch_reg_clear(ch);
@@ -385,7 +462,7 @@ static int ur_force(struct urch *ch, int metadata)
 }
 
 /* ---------------------------------------------------------------------------
- * Locks among the channels of this process (lkmu held).
+ * Locks of an exclusive context: among the channels of this process (lkmu held).
  * ------------------------------------------------------------------------- */
 static int conflicts(struct urctx *c, const struct urch *ch, uint64_t s, uint64_t e, int shared)
 {
@@ -447,7 +524,7 @@ static int cut_own(struct urctx *c, const struct urch *ch, uint64_t s, uint64_t 
 	return 0;
 }
 
-static int ur_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait)
+static int lt_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait)
 {
 	struct urctx *c = ctx_of(ch);
 	uint64_t e = len ? pos + len : UINT64_MAX;
@@ -470,7 +547,7 @@ static int ur_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int 
 	return r;
 }
 
-static int ur_unlock(struct urch *ch, uint64_t pos, uint64_t len)
+static int lt_unlock(struct urch *ch, uint64_t pos, uint64_t len)
 {
 	struct urctx *c = ctx_of(ch);
 	uint64_t e = len ? pos + len : UINT64_MAX;
@@ -481,9 +558,106 @@ static int ur_unlock(struct urch *ch, uint64_t pos, uint64_t len)
 	return r;
 }
 
-static void drop_locks(struct urch *ch)
+/* ---------------------------------------------------------------------------
+ * Locks: the server's (docs/ABI.md, "Locks"), owned by the channel's handle.
+ * ------------------------------------------------------------------------- */
+
+/* Sleep until w's CQE came (mu held on entry and return): collect what the
+ * CQ holds (only blocking locks' CQEs can be there: every other call reaps
+ * its own before it lets go of mu), else arm the CQ doorbell and wait on it,
+ * the liveness socket and w's own eventfd without mu. */
+static int wait_lock(struct urctx *c, struct lkwait *w)
 {
-	ur_unlock(ch, 0, 0);
+	struct urfs_ring *ring = &c->ring;
+	for (;;) {
+		struct urfs_cqe *cqe;
+		while (urfs_peek_cqe(ring, &cqe) == 0) {
+			uint64_t ud = cqe->user_data;
+			int res = cqe->res;
+			urfs_cqe_seen(ring, cqe);
+			divert(c, ud, res);
+		}
+		if (w->done)
+			return w->res;
+		if (ring->dead)
+			return -EPIPE;
+		ur_fetch_or(ring->cq.kflags, UR_CQ_NEED_WAKEUP);
+		ur_smp_mb();
+		if (urfs_cq_ready(ring))
+			continue;
+		pthread_mutex_unlock(&c->mu);
+		struct pollfd pf[3] = {
+			{ .fd = w->efd, .events = POLLIN },
+			{ .fd = ring->cq_fd, .events = POLLIN },
+			{ .fd = ring->live_fd, .events = POLLIN },
+		};
+		int r = poll(pf, 3, -1);
+		pthread_mutex_lock(&c->mu);
+		uint64_t v;
+		if (r > 0 && (pf[0].revents & POLLIN) && read(w->efd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: drained already */
+		}
+		if (r > 0 && (pf[1].revents & POLLIN) && read(ring->cq_fd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: another thread took it (and woke us if it mattered) */
+		}
+		if (r > 0 && (pf[2].revents & (POLLIN | POLLHUP | POLLERR)))
+			ring->dead = 1;     /* any CQE it posted is collected above first */
+	}
+}
+
+static int ur_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait)
+{
+	struct urctx *c = ctx_of(ch);
+	struct lkwait w = { .efd = -1 };
+	int r;
+	if (!shared && (ch->flags & URCH_RDONLY))
+		return -EBADF;
+	if (c->excl)
+		return lt_lock(ch, pos, len, shared, wait);
+	if (wait && (w.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		return -errno;
+	pthread_mutex_lock(&c->mu);
+	struct urfs_sqe *sqe = get_sqe(&c->ring, &r);
+	if (sqe) {
+		urfs_prep_lock(sqe, ch->fd, pos, len, (shared ? URFS_LOCK_SHARED : 0) |
+			       (wait ? URFS_LOCK_WAIT : 0));
+		if (!wait) {
+			r = sync_sqe(&c->ring);
+		} else {
+			w.tag = LKW_TAG | ++c->nwait;
+			urfs_sqe_set_data64(sqe, w.tag);
+			w.next = c->waits;
+			c->waits = &w;
+			r = urfs_submit(&c->ring);
+			if (r >= 0)
+				r = wait_lock(c, &w);
+			for (struct lkwait **pp = &c->waits; *pp; pp = &(*pp)->next)
+				if (*pp == &w) {
+					*pp = w.next;
+					break;
+				}
+		}
+	}
+	ctx_unlock(c);
+	if (w.efd >= 0)
+		close(w.efd);
+	return r;
+}
+
+static int ur_unlock(struct urch *ch, uint64_t pos, uint64_t len)
+{
+	struct urctx *c = ctx_of(ch);
+	int r;
+	if (c->excl)
+		return lt_unlock(ch, pos, len);
+	pthread_mutex_lock(&c->mu);
+	struct urfs_sqe *sqe = get_sqe(&c->ring, &r);
+	if (sqe) {
+		urfs_prep_unlock(sqe, ch->fd, pos, len);
+		r = sync_sqe(&c->ring);
+	}
+	ctx_unlock(c);
+	return r;
 }
 
 const struct urch_eng urch_eng_ur = {

@@ -65,18 +65,20 @@ int ur_server_attach(struct ur_server *s, uint8_t *base, uint64_t size, char *er
 	 * it is gone (the server sees its client leave only when it sleeps). */
 	s->idle_ns = (uint64_t)(g.idle_us < UR_MAX_IDLE_US ? g.idle_us : UR_MAX_IDLE_US) * 1000u;
 	ur_spin_init(&s->spin);
-	ur_spin_init(&s->spin);
 	return 0;
 }
 
 /* ---- file handles ------------------------------------------------------ */
+
+#define FD_OPEN   0x1u
+#define FD_RDONLY 0x2u                     /* opened read-only: no exclusive lock */
 
 static int fd_ok(struct ur_server *s, int32_t fd)
 {
 	return fd >= 0 && fd < s->fdcap && s->fdopen[fd];
 }
 
-static int fd_mark(struct ur_server *s, int fd)
+static int fd_mark(struct ur_server *s, int fd, int rdonly)
 {
 	if (fd >= s->fdcap) {
 		int ncap = s->fdcap ? s->fdcap : 64;
@@ -89,13 +91,14 @@ static int fd_mark(struct ur_server *s, int fd)
 		s->fdopen = n;
 		s->fdcap = ncap;
 	}
-	s->fdopen[fd] = 1;
+	s->fdopen[fd] = (uint8_t)(FD_OPEN | (rdonly ? FD_RDONLY : 0));
 	s->nfiles++;
 	return 0;
 }
 
 void ur_server_close_files(struct ur_server *s)
 {
+	ur_locks_release(s, -1);
 	for (int fd = 0; fd < s->fdcap; fd++)
 		if (s->fdopen[fd]) {
 			s->be->close(s->bst, fd);
@@ -206,6 +209,28 @@ static int32_t do_register(struct ur_server *s, const struct ur_sqe *q)
 
 static void publish_cq(struct ur_server *s);
 
+/* LOCK / UNLOCK: checked here, kept by locks.c (docs/ABI.md, "Locks"). */
+static int32_t do_lock(struct ur_server *s, const struct ur_sqe *q)
+{
+	int lock = q->opcode == UR_OP_LOCK;
+	struct ur_statx st;
+	if (!fd_ok(s, q->fd))
+		return -EBADF;
+	if (q->len || q->buf_index || q->addr2 || (q->op_flags & ~(lock ? UR_LOCK_VALID : 0u)))
+		return -EINVAL;
+	if (q->off > (uint64_t)INT64_MAX || q->addr > (uint64_t)INT64_MAX - q->off)
+		return -EINVAL;
+	/* A waiting lock completes later: nothing may hang on it in a chain. */
+	if (lock && (q->op_flags & UR_LOCK_WAIT) && (q->flags & UR_SQE_IO_LINK))
+		return -EINVAL;
+	if (lock && !(q->op_flags & UR_LOCK_SHARED) && (s->fdopen[q->fd] & FD_RDONLY))
+		return -EBADF;
+	int r = s->be->fstat(s->bst, q->fd, &st);
+	if (r < 0)
+		return r;
+	return lock ? ur_lock_request(s, q, st.ino) : ur_unlock_request(s, q, st.ino);
+}
+
 /* Image I/O in flight or queued, of any ring of the server? Another client's
  * in-flight overwrite must not meet a truncate or a sync write of this one. */
 static int image_busy(struct ur_server *s)
@@ -278,7 +303,7 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		if (s->rdonly && (q->op_flags & (UR_O_CREAT | UR_O_TRUNC)))
 			return -EROFS;           /* a read-only client of a read-write mount */
 		r = s->be->open(s->bst, name, q->op_flags | (s->rdonly ? UR_O_RDONLY : 0));
-		if (r >= 0 && fd_mark(s, r) < 0) {
+		if (r >= 0 && fd_mark(s, r, s->rdonly || (q->op_flags & UR_O_RDONLY)) < 0) {
 			s->be->close(s->bst, r);
 			return -ENOMEM;
 		}
@@ -286,6 +311,7 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 	case UR_OP_CLOSE:
 		if (!fd_ok(s, q->fd))
 			return -EBADF;
+		ur_locks_release(s, q->fd);
 		s->fdopen[q->fd] = 0;
 		s->nfiles--;
 		return s->be->close(s->bst, q->fd);
@@ -352,12 +378,25 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 		return r;
 	case UR_OP_REGISTER_BUFFERS:
 		return do_register(s, q);
+	case UR_OP_LOCK:
+	case UR_OP_UNLOCK:
+		return do_lock(s, q);
 	default:
 		return -EINVAL;
 	}
 }
 
 /* ---- the ring ---------------------------------------------------------- */
+
+void ur_server_post(struct ur_server *s, uint64_t user_data, int32_t res)
+{
+	struct ur_cqe *c = &s->cqes[s->cq_tail & s->cq_mask];
+	c->user_data = user_data;
+	c->res = res;
+	c->flags = 0;
+	s->cq_tail++;
+	publish_cq(s);
+}
 
 void ur_server_set_state(struct ur_server *s, uint32_t st)
 {
@@ -392,9 +431,11 @@ static uint32_t available(struct ur_server *s)
 		s->broken = 1;
 		return 0;
 	}
-	/* CQEs owed by reads in flight on the image are spoken for. */
+	/* CQEs owed by reads in flight on the image and by queued lock
+	 * waits are spoken for. */
 	uint32_t room = s->geo.cq_entries - used;
-	room = room > s->aio_inflight ? room - s->aio_inflight : 0;
+	uint32_t owed = s->aio_inflight + s->nlockwait;
+	room = room > owed ? room - owed : 0;
 	return pending < room ? pending : room;
 }
 
@@ -424,7 +465,8 @@ static uint32_t serve_batch(struct ur_server *s, uint32_t budget)
 			 * anything else (a metadata change, fsync, a link, a drain)
 			 * waits until it is done. */
 			int plain = (q.opcode == UR_OP_READ || q.opcode == UR_OP_READ_FIXED ||
-				     q.opcode == UR_OP_WRITE || q.opcode == UR_OP_WRITE_FIXED) &&
+				     q.opcode == UR_OP_WRITE || q.opcode == UR_OP_WRITE_FIXED ||
+				     q.opcode == UR_OP_LOCK || q.opcode == UR_OP_UNLOCK) &&
 				    !q.flags && !s->chain_failed;
 			if (!plain)
 				ur_image_quiesce(s);
@@ -435,7 +477,7 @@ static uint32_t serve_batch(struct ur_server *s, uint32_t budget)
 		} else {
 			res = execute(s, &q, &expect);
 			if (res == UR_AIO_QUEUED)
-				continue;       /* its CQE comes from aio.c */
+				continue;       /* its CQE comes from aio.c (or locks.c) */
 			if (res == UR_AIO_BUSY) {
 				s->sq_head--;   /* not taken: it stays in the SQ */
 				s->aio_full = 1;

@@ -29,6 +29,15 @@ struct ur_aio_req {
 
 struct ur_host;
 
+/* locks.c: byte-range locks between clients (docs/ABI.md, "Locks"). */
+struct ur_lock;
+struct ur_lockwait;
+struct ur_locktab {
+	struct ur_lock *held;
+	struct ur_lockwait *waits;         /* FIFO */
+};
+#define UR_LOCK_QUEUED UR_AIO_QUEUED        /* ur_lock_request: CQE when granted */
+
 /* spin.c: the idle spin learned from the ring's inter-arrival gaps. */
 #define UR_SPIN_HIST      8u          /* gaps remembered */
 #define UR_SPIN_WORTH_NS  100000u     /* longer gaps are not worth a spin */
@@ -85,6 +94,11 @@ struct ur_server {
 	int rdonly;                        /* attached read-only to a read-write mount */
 	int excl;                          /* the server's only client while it lives */
 
+	/* Byte-range locks: the table when there is no host; this ring's
+	 * records and queued waits (each wait holds a CQ slot). */
+	struct ur_locktab own_locks;
+	uint32_t nlocks, nlockwait;
+
 	/* Registered buffers (private snapshot). */
 	struct ur_iovec bufs[UR_MAX_BUFS];
 	uint32_t nbufs;
@@ -131,6 +145,7 @@ struct ur_host {
 	int npend_fd;
 	int last_live;                     /* the last client's, for the final word */
 	int aio;                           /* O_DIRECT reads by AIO for each ring */
+	struct ur_locktab locks;           /* byte-range locks of every ring */
 	uint64_t n_attach, n_refused;
 	/* Counters of rings that have left (for --stats). */
 	uint64_t n_sqe, n_sleep, n_wake_client, n_aio, n_aio_w, n_busy;
@@ -175,6 +190,9 @@ int  ur_host_run(struct ur_host *h);
 uint32_t ur_server_poll(struct ur_server *s);
 /* Close the client's files. */
 void ur_server_close_files(struct ur_server *s);
+/* Post one CQE on s now and publish it (a queued request's; its CQ slot
+ * was reserved when it was queued). */
+void ur_server_post(struct ur_server *s, uint64_t user_data, int32_t res);
 /* The ring's state word in its header (UR_STATE_*). */
 void ur_server_set_state(struct ur_server *s, uint32_t st);
 /* Wait for the image I/O in flight of every ring of the server (of s alone
@@ -206,6 +224,16 @@ void ur_host_bye(int live, int err, const char *msg);
 int  ur_check_live(int fd);
 /* The hello on a liveness socket, without blocking: 0, or -1 if not sent. */
 int  ur_hello_send(int live, int err, const char *msg);
+
+/* locks.c. q is a LOCK / UNLOCK SQE already checked (handle, flags, range)
+ * on file ino. LOCK: 0, -EAGAIN (held elsewhere, no UR_LOCK_WAIT),
+ * -EDEADLK, -ENOLCK, or UR_LOCK_QUEUED (the CQE comes when granted). */
+int32_t ur_lock_request(struct ur_server *s, const struct ur_sqe *q, uint32_t ino);
+int32_t ur_unlock_request(struct ur_server *s, const struct ur_sqe *q, uint32_t ino);
+/* Release the records of handle fd of s (fd < 0: of every handle, and its
+ * waits go without a CQE: the ring is leaving) and grant who can go now;
+ * a closed handle's waits complete with -EBADF. */
+void ur_locks_release(struct ur_server *s, int fd);
 
 /* aio.c */
 int      ur_aio_init(struct ur_server *s);

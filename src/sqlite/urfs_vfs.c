@@ -907,7 +907,7 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
 		snprintf(image, sizeof(image), "%s", img);
 	else
 		image_of(name, image);
-	unsigned cf = 0;
+	unsigned cf = URCH_EXCL;     /* the node state below is this process's own */
 	if (flags & SQLITE_OPEN_CREATE)
 		cf |= URCH_CREATE;
 	if (flags & SQLITE_OPEN_READONLY)
@@ -972,7 +972,7 @@ static int v_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
 		char db[64];
 		struct urch *ch;
 		db_of(name, db, sizeof(db));
-		if (urch_open_opts(db, 0, URCH_UR, &o, &ch) == 0) {
+		if (urch_open_opts(db, URCH_EXCL, URCH_UR, &o, &ch) == 0) {
 			r = urch_force(ch, 0);
 			urch_close(ch);
 			if (r < 0)
@@ -1021,7 +1021,7 @@ static int v_access(sqlite3_vfs *vfs, const char *name, int flags, int *res)
 		return SQLITE_OK;
 	struct urch_opts o = { .image = image };
 	struct urch *ch;
-	int r = urch_open_opts(name, URCH_RDONLY, URCH_UR, &o, &ch);
+	int r = urch_open_opts(name, URCH_RDONLY | URCH_EXCL, URCH_UR, &o, &ch);
 	if (r == 0) {
 		urch_close(ch);
 		*res = 1;
