@@ -94,10 +94,12 @@ static __thread int tls_in_submit __attribute__((tls_model("initial-exec")));
 static struct ureq *req_get_locked(struct emu_ring *r)
 {
 	struct ureq *q = r->freelist;
-	if (q)
+	if (q) {
 		r->freelist = q->qnext;
-	else if (!(q = malloc(sizeof(*q))))
-		return NULL;
+	} else {
+		if (reactor_reserve_locked(r) < 0 || !(q = malloc(sizeof(*q))))
+			return NULL;
+	}
 	memset(q, 0, offsetof(struct ureq, iov_in));
 	q->r = r;
 	q->fd = -1;
@@ -167,8 +169,7 @@ void exec_live_del(struct ureq *q)
 
 void exec_put_locked(struct emu_ring *r, struct ureq *q)
 {
-	if (q->mshot)
-		reactor_mshot_disarm_locked(q);
+	reactor_forget_locked(q);
 	exec_live_del(q);
 	if (q->iov && q->iov != q->iov_in)
 		free(q->iov);
@@ -639,9 +640,9 @@ int exec_wait_ready(struct ureq *q, short events)
 {
 	struct emu_ring *r = q->r;
 	pthread_mutex_lock(&r->lock);
-	reactor_arm_locked(q, events);
+	int e = reactor_arm_locked(q, events);
 	pthread_mutex_unlock(&r->lock);
-	return Q_QUEUED;
+	return e < 0 ? e : Q_QUEUED;
 }
 
 static int ready_now(int fd, short ev)
@@ -1291,11 +1292,10 @@ static int32_t op_timeout(struct ureq *q)
 	pthread_mutex_lock(&r->lock);
 	q->deadline = dl;
 	q->target = 0;
-	if (q->sqe.off) {
+	if (q->sqe.off)
 		q->target = r->ncompleted + q->sqe.off;
-		r->ncount++;
-	}
 	q->state = RS_TIMEOUT;
+	timer_add_locked(q);
 	reactor_start_locked(r);
 	reactor_kick(r);
 	pthread_mutex_unlock(&r->lock);
@@ -1327,11 +1327,10 @@ static int32_t op_timeout_remove(struct ureq *q, struct ureq **run)
 		res = kts_to_deadline(&q->ts, fl & ~(IORING_TIMEOUT_UPDATE | IORING_LINK_TIMEOUT_UPDATE), &dl);
 		if (!res) {
 			t->deadline = dl;
+			timer_update_locked(t);
 			reactor_kick(r);
 		}
 	} else {
-		if (t->target)
-			r->ncount--;
 		exec_complete_locked(t, -ECANCELED, run);
 		res = 0;
 	}
@@ -1339,7 +1338,7 @@ static int32_t op_timeout_remove(struct ureq *q, struct ureq **run)
 	return res;
 }
 
-static int32_t poll_now(int fd, short ev)
+int32_t exec_poll_now(int fd, short ev)
 {
 	struct pollfd p = { fd, ev, 0 };
 	int n = poll(&p, 1, 0);
@@ -1365,11 +1364,11 @@ static int32_t op_poll_add(struct ureq *q, int ctx)
 		r->ms_harvest = 1;
 		pthread_mutex_unlock(&r->lock);
 		if (e == -EPERM)
-			return poll_now(q->fd, ev);   /* a regular file: ready, and never woken */
+			return exec_poll_now(q->fd, ev);   /* a regular file: ready, and never woken */
 		return e ? e : Q_QUEUED;
 	}
 	if (ctx == CTX_INLINE) {
-		int32_t m = poll_now(q->fd, ev);
+		int32_t m = exec_poll_now(q->fd, ev);
 		if (m)
 			return m;
 	}
@@ -1401,8 +1400,7 @@ static int32_t op_poll_remove(struct ureq *q, struct ureq **run)
 				exec_complete_locked(t, -ECANCELED, run);   /* as the kernel's failed re-arm */
 			r->ms_harvest = 1;
 		} else {
-			t->pgen = ++r->pgen;
-			reactor_kick(r);
+			reactor_rearm_locked(t);
 		}
 	} else {
 		exec_complete_locked(t, -ECANCELED, run);
@@ -1459,11 +1457,7 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 		return 0;
 	}
 	case RS_POLL:
-		reactor_kick(r);
-		break;
 	case RS_TIMEOUT:
-		if (q->sqe.opcode == IORING_OP_TIMEOUT && q->target)
-			r->ncount--;
 		break;
 	case RS_RUN:
 	case RS_AIO:
@@ -1830,7 +1824,7 @@ void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
 		emu_post(r, q->sqe.user_data, res, cflags, !tls_in_submit);
 	if (q->sqe.opcode != IORING_OP_TIMEOUT) {
 		r->ncompleted++;
-		if (r->ncount)
+		if (r->counted)
 			timeouts_count_locked(r, run);
 	}
 	struct ureq *next = q->link;
@@ -1888,6 +1882,7 @@ static void arm_lt(struct ureq *q, struct ureq *lt)
 	if (lt->state == RS_LT_IDLE && lt->lt_target == q && q->lt == lt) {
 		lt->deadline = dl;
 		lt->state = RS_TIMEOUT;
+		timer_add_locked(lt);
 		reactor_start_locked(r);
 		reactor_kick(r);
 	}
