@@ -244,6 +244,7 @@ int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out)
 		r->fcache[fd].kind = out->kind;
 		r->fcache[fd].direct = out->direct;
 		r->fcache[fd].nonblock = out->nonblock;
+		__atomic_store_n(&r->fcache[fd].vgen, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->fcache[fd].valid, 1, __ATOMIC_RELEASE);
 	}
 	return 0;
@@ -662,6 +663,34 @@ static void refresh_file(struct ureq *q)
 	req_file(q);
 }
 
+/*
+ * The cached O_DIRECT of q's file still holds (it goes to kernel AIO). A
+ * registered file is our own dup: its kind cannot change, and an O_DIRECT the
+ * program cleared on it only sends it through AIO, which the kernel then does
+ * synchronously and correctly. A plain fd may have been closed and its number
+ * reused, or its flags changed (F_SETFL): F_GETFL asks, once per fd in each
+ * submission (io_uring_enter) of the submitting thread. Within one, the ring's
+ * own CLOSE and opens drop the cached entry (a refill asks again); the
+ * program changing an fd from another thread meanwhile races its own I/O on
+ * it, as it would with the kernel's ring.
+ */
+static int direct_still(struct ureq *q, int ctx)
+{
+	struct emu_ring *r = q->r;
+	if (q->sqe.flags & IOSQE_FIXED_FILE)
+		return 1;
+	int fd = q->sqe.fd;
+	struct fent *c = ctx == CTX_INLINE && tls_in_submit && fd >= 0 && fd < EMU_FCACHE ? &r->fcache[fd] : NULL;
+	if (c && __atomic_load_n(&c->valid, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&c->vgen, __ATOMIC_RELAXED) == r->sub_gen)
+		return 1;
+	if (!(fcntl(q->fd, F_GETFL) & O_DIRECT))
+		return 0;
+	if (c)
+		__atomic_store_n(&c->vgen, r->sub_gen, __ATOMIC_RELAXED);
+	return 1;
+}
+
 /* preadv2/pwritev2 as the system call itself: libc's wrappers are
  * cancellation points (and cost two atomics each once the process has
  * threads), the kernel's ring is not. On x86-64 the instruction inline (the
@@ -754,10 +783,9 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	if (off != -1)
 		off += (int64_t)q->done;
 
-	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth.
-	 * (F_GETFL checks the cached O_DIRECT: nothing next to a device I/O.) */
+	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth. */
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done &&
-	    !(fcntl(q->fd, F_GETFL) & O_DIRECT))
+	    !direct_still(q, ctx))
 		refresh_file(q);
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done) {
 		e = kaio_submit(q, wr, ctx);
@@ -2015,6 +2043,12 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 	struct ureq *chead = NULL, *ctail = NULL;
 	unsigned done = 0;
 	int stop = 0;
+	if (++r->sub_gen == 0) {
+		/* wrapped: no entry may look confirmed by a submission 2^32 ago */
+		for (unsigned i = 0; i < EMU_FCACHE; i++)
+			__atomic_store_n(&r->fcache[i].vgen, 0, __ATOMIC_RELAXED);
+		r->sub_gen = 1;
+	}
 	pthread_mutex_lock(&r->lock);
 	while (done < n && !stop) {
 		unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);

@@ -44,6 +44,7 @@ struct fent {
 	int fd;                  /* real fd (registered files: our dup) or -1 */
 	uint8_t kind, direct, nonblock;
 	uint8_t valid;                 /* fcache: filled (read/written with __atomic) */
+	uint32_t vgen;                 /* fcache: O_DIRECT confirmed in submission vgen (0: not since filled) */
 };
 
 /* Where a request is. Cancellation looks at it under the ring lock. */
@@ -211,6 +212,7 @@ struct emu_ring {
 	struct bgroup *groups;
 	unsigned ngroups;
 	struct fent fcache[EMU_FCACHE];
+	uint32_t sub_gen;              /* exec_submit calls (never 0): the submitter's own */
 	unsigned personalities;
 	/* workers */
 	pthread_cond_t wq_cond;
