@@ -37,7 +37,8 @@
  * only dirfd path opcodes get (never AT_FDCWD); sockets only AF_UNIX.
  *
  * Invariants (a failure returns 1 with fzu_why set; the target aborts):
- * every submitted SQE gets exactly one CQE (at most one when it or its chain
+ * every submitted SQE gets exactly one CQE without IORING_CQE_F_MORE (a multishot POLL_ADD
+ * may have CQEs with F_MORE before it; at most one when it or its chain
  * asked for CQE_SKIP_SUCCESS), no CQE for an unknown user_data, MSG_RING and
  * tag CQEs exactly as announced, the members of a link chain complete in order
  * and after a failed IO_LINK member the rest fail, a successful IO_DRAIN
@@ -759,6 +760,14 @@ static int fzu_cqe(struct fzu *z, const struct io_uring_cqe *c)
 	if (ud == 0 || ud > z->nq)
 		FZU_BAD("a CQE for user_data %llu, never submitted", (unsigned long long)ud);
 	struct fzu_sqe *q = &z->q[ud - 1];
+	if (c->flags & IORING_CQE_F_MORE) {
+		/* a wake-up of a multishot poll: not its completion, a final CQE without F_MORE follows */
+		if (q->op != IORING_OP_POLL_ADD || q->cqes)
+			FZU_BAD("SQE %llu (op %u) got a CQE with F_MORE (res %d)", (unsigned long long)ud, q->op, c->res);
+		if (ud > z->placed_done)
+			FZU_BAD("SQE %llu completed before it was submitted", (unsigned long long)ud);
+		return 0;
+	}
 	if (++q->cqes > 1)
 		FZU_BAD("SQE %llu (op %u flags %#x) got a second CQE (res %d)", (unsigned long long)ud, q->op, q->flags, c->res);
 	if (ud > z->placed_done)

@@ -133,6 +133,30 @@ static inline void tu_reap(struct io_uring *ring, struct io_uring_cqe *out, unsi
 	}
 }
 
+/* No CQE within 50 ms. */
+static inline void tu_none(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts = { 0, 50000000 };
+	int r = io_uring_wait_cqe_timeout(ring, &cqe, &ts);
+	if (r == 0)
+		FAIL("unexpected CQE user_data %llu res %d flags %x", (unsigned long long)cqe->user_data,
+		     cqe->res, cqe->flags);
+	CHECK_EQ(r, -ETIME);
+}
+
+/* The next CQE into out, within 5 s (a wait that never ends is a failure, not a hang). */
+static inline void tu_next(struct io_uring *ring, struct io_uring_cqe *out)
+{
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts = { 5, 0 };
+	int r = io_uring_wait_cqe_timeout(ring, &cqe, &ts);
+	if (r < 0)
+		FAIL("no CQE within 5 s: %s", strerror(-r));
+	*out = *cqe;
+	io_uring_cqe_seen(ring, cqe);
+}
+
 /* The CQE with user_data ud among n. */
 static inline const struct io_uring_cqe *tu_find(const struct io_uring_cqe *c, unsigned n, uint64_t ud)
 {

@@ -22,18 +22,6 @@ static void arm(struct io_uring *ring, int fd, uint64_t ud)
 	s->user_data = ud;
 }
 
-/* No CQE within 50 ms. */
-static void none(struct io_uring *ring)
-{
-	struct io_uring_cqe *cqe;
-	struct __kernel_timespec ts = { 0, 50000000 };
-	int r = io_uring_wait_cqe_timeout(ring, &cqe, &ts);
-	if (r == 0)
-		FAIL("unexpected CQE user_data %llu res %d flags %x", (unsigned long long)cqe->user_data,
-		     cqe->res, cqe->flags);
-	CHECK_EQ(r, -ETIME);
-}
-
 /* The next CQE is {ud, res} with F_MORE as more says. */
 static void next(struct io_uring *ring, uint64_t ud, int res, int more)
 {
@@ -56,13 +44,13 @@ static void body(void)
 	/* 1. one CQE per write, none while the byte stays unread */
 	arm(&ring, p[0], 1);
 	CHECK_EQ(io_uring_submit(&ring), 1);
-	none(&ring);
+	tu_none(&ring);
 	CHECK_EQ(write(p[1], "a", 1), 1);
 	next(&ring, 1, POLLIN, 1);
-	none(&ring);
+	tu_none(&ring);
 	CHECK_EQ(write(p[1], "b", 1), 1);
 	next(&ring, 1, POLLIN, 1);
-	none(&ring);
+	tu_none(&ring);
 
 	/* 2. update: new user_data, still multishot */
 	struct io_uring_sqe *s = sqe_get(&ring);
@@ -88,7 +76,7 @@ static void body(void)
 	CHECK(cqe->flags & IORING_CQE_F_MORE);
 	io_uring_cqe_seen(&ring, cqe);
 	CHECK_EQ(read(p[0], b, sizeof b), 1);
-	none(&ring);
+	tu_none(&ring);
 	CHECK_EQ(write(p[1], "d", 1), 1);
 	tu_reap(&ring, c, 2);
 	CHECK_EQ(tu_find(c, 2, 2)->res, POLLIN);
@@ -112,7 +100,7 @@ static void body(void)
 	CHECK(!(tu_find(d, 4, 2)->flags & IORING_CQE_F_MORE));
 	CHECK(!(tu_find(d, 4, 3)->flags & IORING_CQE_F_MORE));
 	CHECK_EQ(write(p[1], "e", 1), 1);
-	none(&ring);
+	tu_none(&ring);
 	CHECK_EQ(read(p[0], b, sizeof b), 1);
 
 	/* 5. MULTI with CQE_SKIP_SUCCESS */
@@ -155,7 +143,7 @@ static void body(void)
 	CHECK_EQ(io_uring_submit(&ring), 1);
 	next(&ring, 7, -ENOENT, 0);
 	CHECK_EQ(write(p[1], "g", 1), 1);
-	none(&ring);
+	tu_none(&ring);
 
 	io_uring_queue_exit(&ring);
 	close(p[0]);

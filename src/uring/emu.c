@@ -234,6 +234,7 @@ static void emu_free(struct emu_ring *r)
 		free(q);
 	}
 	free(r->ms);
+	reactor_free(r);
 	free(r->udh);
 	while (r->ovf_head) {
 		struct ovf *o = r->ovf_head;
@@ -322,7 +323,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		free(r);
 		return -ENOMEM;
 	}
-	r->fd = r->ifd = r->evfd = r->evfd_async = r->wake_fd = r->ep_fd = -1;
+	r->fd = r->ifd = r->evfd = r->evfd_async = r->wake_fd = r->ep_fd = r->pp_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->sq_lock, NULL);
 	pthread_cond_init(&r->wq_cond, NULL);

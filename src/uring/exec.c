@@ -94,10 +94,12 @@ static __thread int tls_in_submit __attribute__((tls_model("initial-exec")));
 static struct ureq *req_get_locked(struct emu_ring *r)
 {
 	struct ureq *q = r->freelist;
-	if (q)
+	if (q) {
 		r->freelist = q->qnext;
-	else if (!(q = malloc(sizeof(*q))))
-		return NULL;
+	} else {
+		if (reactor_reserve_locked(r) < 0 || !(q = malloc(sizeof(*q))))
+			return NULL;
+	}
 	memset(q, 0, offsetof(struct ureq, iov_in));
 	q->r = r;
 	q->fd = -1;
@@ -167,8 +169,7 @@ void exec_live_del(struct ureq *q)
 
 void exec_put_locked(struct emu_ring *r, struct ureq *q)
 {
-	if (q->mshot)
-		reactor_mshot_disarm_locked(q);
+	reactor_forget_locked(q);
 	exec_live_del(q);
 	if (q->iov && q->iov != q->iov_in)
 		free(q->iov);
@@ -243,6 +244,7 @@ int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out)
 		r->fcache[fd].kind = out->kind;
 		r->fcache[fd].direct = out->direct;
 		r->fcache[fd].nonblock = out->nonblock;
+		__atomic_store_n(&r->fcache[fd].vgen, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->fcache[fd].valid, 1, __ATOMIC_RELEASE);
 	}
 	return 0;
@@ -639,9 +641,9 @@ int exec_wait_ready(struct ureq *q, short events)
 {
 	struct emu_ring *r = q->r;
 	pthread_mutex_lock(&r->lock);
-	reactor_arm_locked(q, events);
+	int e = reactor_arm_locked(q, events);
 	pthread_mutex_unlock(&r->lock);
-	return Q_QUEUED;
+	return e < 0 ? e : Q_QUEUED;
 }
 
 static int ready_now(int fd, short ev)
@@ -659,6 +661,34 @@ static void refresh_file(struct ureq *q)
 		return;                       /* registered files are our own dups: exact */
 	exec_fcache_drop(q->r, q->sqe.fd);
 	req_file(q);
+}
+
+/*
+ * The cached O_DIRECT of q's file still holds (it goes to kernel AIO). A
+ * registered file is our own dup: its kind cannot change, and an O_DIRECT the
+ * program cleared on it only sends it through AIO, which the kernel then does
+ * synchronously and correctly. A plain fd may have been closed and its number
+ * reused, or its flags changed (F_SETFL): F_GETFL asks, once per fd in each
+ * submission (io_uring_enter) of the submitting thread. Within one, the ring's
+ * own CLOSE and opens drop the cached entry (a refill asks again); the
+ * program changing an fd from another thread meanwhile races its own I/O on
+ * it, as it would with the kernel's ring.
+ */
+static int direct_still(struct ureq *q, int ctx)
+{
+	struct emu_ring *r = q->r;
+	if (q->sqe.flags & IOSQE_FIXED_FILE)
+		return 1;
+	int fd = q->sqe.fd;
+	struct fent *c = ctx == CTX_INLINE && tls_in_submit && fd >= 0 && fd < EMU_FCACHE ? &r->fcache[fd] : NULL;
+	if (c && __atomic_load_n(&c->valid, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&c->vgen, __ATOMIC_RELAXED) == r->sub_gen)
+		return 1;
+	if (!(fcntl(q->fd, F_GETFL) & O_DIRECT))
+		return 0;
+	if (c)
+		__atomic_store_n(&c->vgen, r->sub_gen, __ATOMIC_RELAXED);
+	return 1;
 }
 
 /* preadv2/pwritev2 as the system call itself: libc's wrappers are
@@ -797,10 +827,9 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	if (off != -1)
 		off += (int64_t)q->done;
 
-	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth.
-	 * (F_GETFL checks the cached O_DIRECT: nothing next to a device I/O.) */
+	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth. */
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done &&
-	    !(fcntl(q->fd, F_GETFL) & O_DIRECT))
+	    !direct_still(q, ctx))
 		refresh_file(q);
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done) {
 		e = kaio_submit(q, wr, ctx);
@@ -1317,11 +1346,10 @@ static int32_t op_timeout(struct ureq *q)
 	pthread_mutex_lock(&r->lock);
 	q->deadline = dl;
 	q->target = 0;
-	if (q->sqe.off) {
+	if (q->sqe.off)
 		q->target = r->ncompleted + q->sqe.off;
-		r->ncount++;
-	}
 	q->state = RS_TIMEOUT;
+	timer_add_locked(q);
 	reactor_start_locked(r);
 	reactor_kick(r);
 	pthread_mutex_unlock(&r->lock);
@@ -1353,11 +1381,10 @@ static int32_t op_timeout_remove(struct ureq *q, struct ureq **run)
 		res = kts_to_deadline(&q->ts, fl & ~(IORING_TIMEOUT_UPDATE | IORING_LINK_TIMEOUT_UPDATE), &dl);
 		if (!res) {
 			t->deadline = dl;
+			timer_update_locked(t);
 			reactor_kick(r);
 		}
 	} else {
-		if (t->target)
-			r->ncount--;
 		exec_complete_locked(t, -ECANCELED, run);
 		res = 0;
 	}
@@ -1365,7 +1392,7 @@ static int32_t op_timeout_remove(struct ureq *q, struct ureq **run)
 	return res;
 }
 
-static int32_t poll_now(int fd, short ev)
+int32_t exec_poll_now(int fd, short ev)
 {
 	struct pollfd p = { fd, ev, 0 };
 	int n = poll(&p, 1, 0);
@@ -1391,11 +1418,11 @@ static int32_t op_poll_add(struct ureq *q, int ctx)
 		r->ms_harvest = 1;
 		pthread_mutex_unlock(&r->lock);
 		if (e == -EPERM)
-			return poll_now(q->fd, ev);   /* a regular file: ready, and never woken */
+			return exec_poll_now(q->fd, ev);   /* a regular file: ready, and never woken */
 		return e ? e : Q_QUEUED;
 	}
 	if (ctx == CTX_INLINE) {
-		int32_t m = poll_now(q->fd, ev);
+		int32_t m = exec_poll_now(q->fd, ev);
 		if (m)
 			return m;
 	}
@@ -1427,8 +1454,7 @@ static int32_t op_poll_remove(struct ureq *q, struct ureq **run)
 				exec_complete_locked(t, -ECANCELED, run);   /* as the kernel's failed re-arm */
 			r->ms_harvest = 1;
 		} else {
-			t->pgen = ++r->pgen;
-			reactor_kick(r);
+			reactor_rearm_locked(t);
 		}
 	} else {
 		exec_complete_locked(t, -ECANCELED, run);
@@ -1485,11 +1511,7 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 		return 0;
 	}
 	case RS_POLL:
-		reactor_kick(r);
-		break;
 	case RS_TIMEOUT:
-		if (q->sqe.opcode == IORING_OP_TIMEOUT && q->target)
-			r->ncount--;
 		break;
 	case RS_RUN:
 	case RS_AIO:
@@ -1856,7 +1878,7 @@ void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
 		emu_post(r, q->sqe.user_data, res, cflags, !tls_in_submit);
 	if (q->sqe.opcode != IORING_OP_TIMEOUT) {
 		r->ncompleted++;
-		if (r->ncount)
+		if (r->counted)
 			timeouts_count_locked(r, run);
 	}
 	struct ureq *next = q->link;
@@ -1914,6 +1936,7 @@ static void arm_lt(struct ureq *q, struct ureq *lt)
 	if (lt->state == RS_LT_IDLE && lt->lt_target == q && q->lt == lt) {
 		lt->deadline = dl;
 		lt->state = RS_TIMEOUT;
+		timer_add_locked(lt);
 		reactor_start_locked(r);
 		reactor_kick(r);
 	}
@@ -2050,7 +2073,7 @@ static void fast_post(struct emu_ring *r, const struct fast_cqe *c, unsigned n, 
 	for (unsigned i = 0; i < n; i++) {
 		emu_post(r, c[i].ud, c[i].res, 0, 0);
 		r->ncompleted++;
-		if (r->ncount)
+		if (r->counted)
 			timeouts_count_locked(r, &run);
 	}
 	__atomic_store_n(r->sq_head, head, __ATOMIC_RELEASE);
@@ -2152,6 +2175,12 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 		n = avail;
 	struct ureq *run = NULL, **rtail = &run;
 	struct ureq *chead = NULL, *ctail = NULL;
+	if (++r->sub_gen == 0) {
+		/* wrapped: no entry may look confirmed by a submission 2^32 ago */
+		for (unsigned i = 0; i < EMU_FCACHE; i++)
+			__atomic_store_n(&r->fcache[i].vgen, 0, __ATOMIC_RELAXED);
+		r->sub_gen = 1;
+	}
 	struct io_uring_sqe carry;
 	uint32_t carry_done = 0;
 	tls_in_submit = 1;

@@ -1,18 +1,28 @@
 /*
  * reactor.c - the emulated ring's waiting thread: one per ring, started on
- * first need, asleep in ppoll() otherwise. It waits for readiness (POLL_ADD,
- * and reads/writes/sends/receives/accepts on sockets and pipes that said
- * EAGAIN: the kernel's FAST_POLL) and for time (TIMEOUT, LINK_TIMEOUT). A request waiting here can be
- * cancelled at once, which is why nothing that merely waits blocks a worker.
+ * first need, asleep in epoll_wait otherwise. It waits for readiness
+ * (POLL_ADD, and reads/writes/sends/receives/accepts on sockets and pipes that
+ * said EAGAIN: the kernel's FAST_POLL) and for time (TIMEOUT, LINK_TIMEOUT). A
+ * request waiting here can be cancelled at once, which is why nothing that
+ * merely waits blocks a worker.
  *
- * Must never: act on a request whose state or arming generation changed
- * since the poll set was built (it may have been cancelled and reused), or on
- * an epoll event whose slot generation is not the slot's own, call
- * an operation that can block (only the non-blocking retry runs here), or
- * hold the ring lock in ppoll.
+ * Its poll set is kept incrementally, so that a wake-up costs what fired, not
+ * what is armed: one epoll set (pp_fd) holds its wake-up eventfd, the
+ * multishot set (ep_fd) and one level-triggered EPOLLONESHOT entry per fd that
+ * has one-shot waiters (struct pgroup), armed with EPOLL_CTL_MOD/ADD when a
+ * request starts waiting; a cancel only unlinks the request. Timers are a heap
+ * by deadline, and TIMEOUTs with a completion count a list by target.
+ *
+ * Must never: act on a request that no longer waits here (it may have been
+ * cancelled and reused: waiters are unlinked under the ring lock the moment
+ * they stop waiting), or on an epoll event whose generation is not its
+ * entry's own; leave an fd's entry armed with fewer events than a waiter of it
+ * wants; call an operation that can block (only the non-blocking retry runs
+ * here); hold the ring lock while it sleeps; walk every request in flight.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "uring_int.h"
+
+/* Cookies of pp_fd's own entries; an fd's entry is gen << 32 | fd. */
+#define CK_WAKE UINT64_MAX
+#define CK_MSHOT (UINT64_MAX - 1)
+#define REACTOR_EVENTS 128
 
 int kts_to_deadline(const struct __kernel_timespec *ts, unsigned flags, uint64_t *out)
 {
@@ -50,34 +65,127 @@ void reactor_kick(struct emu_ring *r)
 	}
 }
 
-void reactor_arm_locked(struct ureq *q, short events)
+/* ---- timers: a min-heap by deadline (th_idx: position + 1) ---- */
+
+static int th_less(struct emu_ring *r, unsigned a, unsigned b)
+{
+	return r->th[a]->deadline < r->th[b]->deadline;
+}
+
+static void th_swap(struct emu_ring *r, unsigned a, unsigned b)
+{
+	struct ureq *t = r->th[a];
+	r->th[a] = r->th[b];
+	r->th[b] = t;
+	r->th[a]->th_idx = a + 1;
+	r->th[b]->th_idx = b + 1;
+}
+
+static void th_fix(struct emu_ring *r, unsigned i)
+{
+	while (i && th_less(r, i, (i - 1) / 2)) {
+		th_swap(r, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		unsigned l = 2 * i + 1, m = i;
+		if (l < r->th_n && th_less(r, l, m))
+			m = l;
+		if (l + 1 < r->th_n && th_less(r, l + 1, m))
+			m = l + 1;
+		if (m == i)
+			break;
+		th_swap(r, i, m);
+		i = m;
+	}
+}
+
+/* Room for one more request in the heap (req_get_locked, before it allocates
+ * one): th_cap never falls below the number of requests, so a push cannot fail. */
+int reactor_reserve_locked(struct emu_ring *r)
+{
+	if (r->nreq < r->th_cap) {
+		r->nreq++;
+		return 0;
+	}
+	unsigned cap = r->th_cap ? 2 * r->th_cap : 64;
+	struct ureq **th = realloc(r->th, cap * sizeof(*th));
+	if (!th)
+		return -ENOMEM;
+	r->th = th;
+	r->th_cap = cap;
+	r->nreq++;
+	return 0;
+}
+
+/* q (RS_TIMEOUT, deadline set; a TIMEOUT with a count: target set) starts waiting. */
+void timer_add_locked(struct ureq *q)
 {
 	struct emu_ring *r = q->r;
-	q->state = RS_POLL;
-	q->pevents = events;
-	q->revents = 0;
-	q->pgen = ++r->pgen;
-	reactor_start_locked(r);
-	reactor_kick(r);
+	r->th[r->th_n] = q;
+	q->th_idx = ++r->th_n;
+	th_fix(r, r->th_n - 1);
+	if (!q->target)
+		return;
+	/* by target, after those with the same one (the kernel's order); a new one
+	 * usually has the highest target: the walk starts at the tail */
+	struct ureq *x = r->counted_tail;
+	while (x && x->target > q->target)
+		x = x->tprev;
+	q->tprev = x;
+	q->tnext = x ? x->tnext : r->counted;
+	if (q->tnext)
+		q->tnext->tprev = q;
+	else
+		r->counted_tail = q;
+	if (x)
+		x->tnext = q;
+	else
+		r->counted = q;
+}
+
+/* q's deadline changed (TIMEOUT_REMOVE with an update). */
+void timer_update_locked(struct ureq *q)
+{
+	if (q->th_idx)
+		th_fix(q->r, q->th_idx - 1);
+}
+
+static void timer_del_locked(struct ureq *q)
+{
+	struct emu_ring *r = q->r;
+	if (q->th_idx) {
+		unsigned i = q->th_idx - 1;
+		q->th_idx = 0;
+		if (i != --r->th_n) {
+			r->th[i] = r->th[r->th_n];
+			r->th[i]->th_idx = i + 1;
+			th_fix(r, i);
+		}
+	}
+	if (q->target) {
+		q->target = 0;
+		if (q->tprev)
+			q->tprev->tnext = q->tnext;
+		else
+			r->counted = q->tnext;
+		if (q->tnext)
+			q->tnext->tprev = q->tprev;
+		else
+			r->counted_tail = q->tprev;
+		q->tnext = q->tprev = NULL;
+	}
 }
 
 /* TIMEOUTs whose completion count has been reached complete with 0. */
 int timeouts_count_locked(struct emu_ring *r, struct ureq **run)
 {
 	int n = 0;
-	for (int again = 1; again;) {
-		again = 0;
-		for (struct ureq *x = r->live; x; x = x->next) {
-			if (x->state == RS_TIMEOUT && x->sqe.opcode == IORING_OP_TIMEOUT && x->target &&
-			    r->ncompleted >= x->target) {
-				r->ncount--;
-				x->target = 0;
-				exec_complete_locked(x, 0, run);
-				n++;
-				again = 1;
-				break;
-			}
-		}
+	while (r->counted && r->ncompleted >= r->counted->target) {
+		struct ureq *x = r->counted;
+		timer_del_locked(x);
+		exec_complete_locked(x, 0, run);
+		n++;
 	}
 	return n;
 }
@@ -102,29 +210,206 @@ static void fire_lt_locked(struct emu_ring *r, struct ureq *lt, struct ureq **ru
 	exec_inflight_dec_locked(r, run);
 }
 
+/* Fire the timers whose deadline has passed; *next: the earliest left. */
 static void expire_locked(struct emu_ring *r, uint64_t now, uint64_t *next, struct ureq **run)
 {
-	for (int again = 1; again;) {
-		again = 0;
-		for (struct ureq *x = r->live; x; x = x->next) {
-			if (x->state != RS_TIMEOUT)
-				continue;
-			if (x->deadline > now) {
-				if (x->deadline < *next)
-					*next = x->deadline;
-				continue;
-			}
-			if (x->sqe.opcode == IORING_OP_LINK_TIMEOUT) {
-				fire_lt_locked(r, x, run);
-			} else {
-				if (x->target)
-					r->ncount--;
-				x->target = 0;
-				exec_complete_locked(x, -ETIME, run);
-			}
-			again = 1;
-			break;
-		}
+	while (r->th_n && r->th[0]->deadline <= now) {
+		struct ureq *x = r->th[0];
+		timer_del_locked(x);
+		if (x->sqe.opcode == IORING_OP_LINK_TIMEOUT)
+			fire_lt_locked(r, x, run);
+		else
+			exec_complete_locked(x, -ETIME, run);
+	}
+	*next = r->th_n ? r->th[0]->deadline : UINT64_MAX;
+}
+
+/* ---- one-shot waits: one epoll entry per fd ---- */
+
+static void pw_link(struct pgroup *g, struct ureq *q)
+{
+	q->pg = g;
+	q->pw_prev = NULL;
+	q->pw_next = g->head;
+	if (g->head)
+		g->head->pw_prev = q;
+	g->head = q;
+}
+
+static void pw_unlink(struct ureq *q)
+{
+	struct pgroup *g = q->pg;
+	if (!g)
+		return;
+	if (q->pw_prev)
+		q->pw_prev->pw_next = q->pw_next;
+	else
+		g->head = q->pw_next;
+	if (q->pw_next)
+		q->pw_next->pw_prev = q->pw_prev;
+	q->pg = NULL;
+	q->pw_next = q->pw_prev = NULL;
+}
+
+static struct pgroup *pgroup_get_locked(struct emu_ring *r, int fd)
+{
+	if ((unsigned)fd >= r->pgt_cap) {
+		unsigned cap = r->pgt_cap ? r->pgt_cap : 64;
+		while (cap <= (unsigned)fd)
+			cap *= 2;
+		struct pgroup **t = realloc(r->pgt, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		memset(t + r->pgt_cap, 0, (cap - r->pgt_cap) * sizeof(*t));
+		r->pgt = t;
+		r->pgt_cap = cap;
+	}
+	if (!r->pgt[fd])
+		r->pgt[fd] = calloc(1, sizeof(struct pgroup));
+	return r->pgt[fd];
+}
+
+/* The waiters of g but keep were armed on a file that fd no longer names (the
+ * program closed it, maybe opened another under the number): they wait on
+ * until cancelled, never woken by another file's events (the kernel's poll
+ * keeps its file and stays armed on it). */
+static void pg_orphan(struct pgroup *g, struct ureq *keep)
+{
+	for (struct ureq *x = g->head, *nx; x; x = nx) {
+		nx = x->pw_next;
+		if (x != keep)
+			pw_unlink(x);
+	}
+	g->want = keep ? (uint16_t)keep->pevents : 0;
+}
+
+/* Arm fd's entry with g->want for g's waiters, keep the one arming now (or
+ * NULL). EPOLL_CTL_MOD first: it finds the entry only while fd still names
+ * the file it was added for; a number the program closed (the entry is gone)
+ * or reused for another file gets a fresh entry, under a new generation (what
+ * the old one may still report is stale). -errno: epoll cannot wait for fd
+ * (EPERM: a regular file; EBADF: closed). */
+static int pg_ctl(struct emu_ring *r, struct pgroup *g, int fd, struct ureq *keep)
+{
+	struct epoll_event ev = { .events = (uint32_t)g->want | EPOLLONESHOT };
+	if (g->in_set) {
+		ev.data.u64 = (uint64_t)g->gen << 32 | (uint32_t)fd;
+		if (epoll_ctl(r->pp_fd, EPOLL_CTL_MOD, fd, &ev) == 0)
+			return 0;
+		if (errno != ENOENT)
+			return -errno;
+		g->in_set = 0;
+		pg_orphan(g, keep);
+		if (!g->head)
+			return 0;
+		ev.events = (uint32_t)g->want | EPOLLONESHOT;
+	}
+	g->gen++;
+	ev.data.u64 = (uint64_t)g->gen << 32 | (uint32_t)fd;
+	if (epoll_ctl(r->pp_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	g->in_set = 1;
+	return 0;
+}
+
+/* epoll cannot wait for q's fd (a regular file or /dev/null: EPERM; closed:
+ * EBADF): as poll() would, q fires at the next round with what poll() sees
+ * now, or, when that is nothing, waits until cancelled. */
+static void pw_fallback_locked(struct emu_ring *r, struct ureq *q)
+{
+	int32_t m = exec_poll_now(q->fd, q->pevents);
+	if (m > 0) {
+		q->revents = (short)m;
+		pw_link(&r->pnow, q);
+		reactor_kick(r);
+	}
+}
+
+/* q waits for events on q->fd (state RS_POLL): a retry once the fd is ready,
+ * or the POLL_ADD's CQE. */
+int reactor_arm_locked(struct ureq *q, short events)
+{
+	struct emu_ring *r = q->r;
+	int e = reactor_start_locked(r);
+	if (e < 0)
+		return e;
+	struct pgroup *g = pgroup_get_locked(r, q->fd);
+	if (!g)
+		return -ENOMEM;
+	q->state = RS_POLL;
+	q->pevents = events;
+	q->revents = 0;
+	pw_link(g, q);
+	g->want |= (uint16_t)events;
+	if (pg_ctl(r, g, q->fd, q) < 0) {
+		pw_unlink(q);
+		pw_fallback_locked(r, q);
+	}
+	return 0;
+}
+
+/* An armed one-shot poll's events changed (POLL_REMOVE with an update). */
+void reactor_rearm_locked(struct ureq *q)
+{
+	pw_unlink(q);
+	if (reactor_arm_locked(q, q->pevents) < 0)
+		pw_fallback_locked(q->r, q);
+}
+
+/* q stops waiting here (it is freed): out of its group, the timers, the multishot set. */
+void reactor_forget_locked(struct ureq *q)
+{
+	pw_unlink(q);
+	timer_del_locked(q);
+	if (q->mshot)
+		reactor_mshot_disarm_locked(q);
+}
+
+/* x's wait is over with mask: the POLL_ADD completes, anything else is retried. */
+static void pw_fire_locked(struct ureq *x, int32_t mask, struct ureq **run, struct ureq **retry)
+{
+	pw_unlink(x);
+	x->state = RS_RUN;
+	if (x->sqe.opcode == IORING_OP_POLL_ADD) {
+		exec_complete_locked(x, mask & (x->pevents | POLLERR | POLLHUP | POLLNVAL), run);
+		return;
+	}
+	x->revents = (short)mask;
+	x->qnext = *retry;
+	*retry = x;
+	if (x->fe.kind == FK_OTHER || x->fe.kind == FK_REG) {
+		/* a regular file is always "ready": a misrouted request goes to a worker */
+		exec_fcache_drop(x->r, x->sqe.fd);
+	}
+}
+
+/* fd's entry fired with events: its waiters that wanted them go, the others
+ * keep it armed with what they want (the cost is this fd's waiters, as a
+ * wake-up of the file's wait queue in the kernel). */
+static void pg_fire_locked(struct emu_ring *r, uint64_t cookie, uint32_t events, struct ureq **run,
+			   struct ureq **retry)
+{
+	uint32_t fd = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
+	struct pgroup *g = fd < r->pgt_cap ? r->pgt[fd] : NULL;
+	if (!g || g->gen != gen)
+		return;                         /* an entry replaced since (see pg_ctl) */
+	uint16_t want = 0;
+	for (struct ureq *x = g->head, *nx; x; x = nx) {
+		nx = x->pw_next;
+		int32_t m = (int32_t)(events & ((uint16_t)x->pevents | POLLERR | POLLHUP));
+		if (m)
+			pw_fire_locked(x, m, run, retry);
+		else
+			want |= (uint16_t)x->pevents;
+	}
+	g->want = want;
+	int e = g->head ? pg_ctl(r, g, (int)fd, NULL) : 0;
+	if (e == -EBADF)
+		pg_orphan(g, NULL);              /* fd was closed since they armed */
+	while (e < 0 && g->head) {
+		struct ureq *x = g->head;
+		pw_unlink(x);
+		pw_fallback_locked(r, x);
 	}
 }
 
@@ -149,11 +434,21 @@ static int ms_ctl(struct emu_ring *r, int op, struct ureq *q)
 int reactor_mshot_arm_locked(struct ureq *q)
 {
 	struct emu_ring *r = q->r;
-	int e, fresh = r->ep_fd < 0;
-	if (fresh) {
-		r->ep_fd = emu_fd_high(epoll_create1(EPOLL_CLOEXEC));
-		if (r->ep_fd < 0)
+	int e = reactor_start_locked(r);
+	if (e < 0)
+		return e;
+	if (r->ep_fd < 0) {
+		int fd = emu_fd_high(epoll_create1(EPOLL_CLOEXEC));
+		if (fd < 0)
 			return -errno;
+		/* level-triggered in the reactor's set: readable while it holds events */
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = CK_MSHOT };
+		if (epoll_ctl(r->pp_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			e = -errno;
+			close(fd);
+			return e;
+		}
+		r->ep_fd = fd;
 	}
 	if (!r->ms_free) {
 		unsigned cap = r->ms_cap ? 2 * r->ms_cap : 64;
@@ -189,13 +484,6 @@ int reactor_mshot_arm_locked(struct ureq *q)
 	r->ms[slot].q = q;
 	q->mshot = 1;
 	q->state = RS_POLL;
-	q->pgen = ++r->pgen;
-	if ((e = reactor_start_locked(r)) < 0) {
-		reactor_mshot_disarm_locked(q);
-		return e;
-	}
-	if (fresh)
-		reactor_kick(r);             /* the epoll fd joins its poll set */
 	return 0;
 }
 
@@ -251,133 +539,75 @@ void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run)
 			}
 			emu_post(r, x->sqe.user_data, mask, IORING_CQE_F_MORE, 1);
 			r->ncompleted++;            /* a CQE: TIMEOUT counts it */
-			if (r->ncount)
+			if (r->counted)
 				timeouts_count_locked(r, run);
 		}
 	} while (n == 64);
 }
 
-struct pset {
-	struct pollfd *pf;
-	struct ureq **rq;
-	uint32_t *gen;
-	size_t cap;
-};
-
-static int pset_grow(struct pset *p, size_t n)
+/* Wait for pp_fd's events until next (CLOCK_MONOTONIC ns, UINT64_MAX: no
+ * limit). epoll_pwait2 keeps a timer's nanoseconds; where it is refused
+ * (ENOSYS, a seccomp profile's EPERM) epoll_wait, rounded up to a millisecond. */
+static int pp_wait(struct emu_ring *r, struct epoll_event *ev, uint64_t next)
 {
-	if (n <= p->cap)
-		return 0;
-	size_t c = p->cap ? p->cap * 2 : 64;
-	while (c < n)
-		c *= 2;
-	struct pollfd *pf = realloc(p->pf, c * sizeof(*pf));
-	if (pf)
-		p->pf = pf;
-	struct ureq **rq = realloc(p->rq, c * sizeof(*rq));
-	if (rq)
-		p->rq = rq;
-	uint32_t *g = realloc(p->gen, c * sizeof(*g));
-	if (g)
-		p->gen = g;
-	if (!pf || !rq || !g)
-		return -ENOMEM;
-	p->cap = c;
-	return 0;
+	static _Atomic int no_pwait2;
+	if (next == UINT64_MAX)
+		return epoll_wait(r->pp_fd, ev, REACTOR_EVENTS, -1);
+	uint64_t now = now_ns(), d = next > now ? next - now : 0;
+	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
+		struct timespec ts = { (time_t)(d / 1000000000ull), (long)(d % 1000000000ull) };
+		int n = epoll_pwait2(r->pp_fd, ev, REACTOR_EVENTS, &ts, NULL);
+		if (n >= 0 || (errno != ENOSYS && errno != EPERM))
+			return n;
+		atomic_store_explicit(&no_pwait2, 1, memory_order_relaxed);
+	}
+	uint64_t ms = (d + 999999) / 1000000;
+	return epoll_wait(r->pp_fd, ev, REACTOR_EVENTS, ms > INT_MAX ? INT_MAX : (int)ms);
 }
 
 static void *reactor_main(void *arg)
 {
 	struct emu_ring *r = arg;
-	struct pset ps = { 0 };
+	struct epoll_event ev[REACTOR_EVENTS];
 	for (;;) {
-		struct ureq *run = NULL;
-		uint64_t next = UINT64_MAX;
-		size_t n = 0;
+		struct ureq *run = NULL, *retry = NULL;
+		uint64_t next;
 		pthread_mutex_lock(&r->lock);
 		if (r->dying) {
 			pthread_mutex_unlock(&r->lock);
 			break;
 		}
 		expire_locked(r, now_ns(), &next, &run);
-		if (run) {
-			pthread_mutex_unlock(&r->lock);
-			exec_issue_list(run, CTX_REACTOR);
-			continue;
-		}
-		size_t want = 3;
-		for (struct ureq *x = r->live; x; x = x->next)
-			want += x->state == RS_POLL && !x->mshot;
-		if (pset_grow(&ps, want) < 0) {
-			pthread_mutex_unlock(&r->lock);
-			struct timespec ts = { 0, 1000000 };
-			nanosleep(&ts, NULL);           /* out of memory: try again shortly */
-			continue;
-		}
-		ps.pf[n++] = (struct pollfd){ r->wake_fd, POLLIN, 0 };
-		if (r->ep_fd >= 0) {
-			ps.pf[n] = (struct pollfd){ r->ep_fd, POLLIN, 0 };
-			ps.rq[n++] = NULL;
-		}
-		for (struct ureq *x = r->live; x; x = x->next) {
-			if (x->state != RS_POLL || x->mshot)
-				continue;
-			ps.pf[n] = (struct pollfd){ x->fd, x->pevents, 0 };
-			ps.rq[n] = x;
-			ps.gen[n] = x->pgen;
-			n++;
-		}
+		while (r->pnow.head)
+			pw_fire_locked(r->pnow.head, r->pnow.head->revents, &run, &retry);
 		pthread_mutex_unlock(&r->lock);
-
-		struct timespec ts, *tsp = NULL;
-		if (next != UINT64_MAX) {
-			uint64_t now = now_ns(), d = next > now ? next - now : 0;
-			ts.tv_sec = (time_t)(d / 1000000000ull);
-			ts.tv_nsec = (long)(d % 1000000000ull);
-			tsp = &ts;
-		}
-		int pr = ppoll(ps.pf, (nfds_t)n, tsp, NULL);
-		if (pr <= 0)
+		if (run || retry) {
+			exec_issue_list(run, CTX_REACTOR);
+			exec_issue_list(retry, CTX_REACTOR);
 			continue;
-		uint64_t v;
-		if (ps.pf[0].revents) {
-			ssize_t rd = read(r->wake_fd, &v, sizeof(v));
-			(void)rd;
 		}
-		struct ureq *retry = NULL;
+		int n = pp_wait(r, ev, next);
+		if (n <= 0)
+			continue;
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.u64 == CK_WAKE) {
+				uint64_t v;
+				ssize_t rd = read(r->wake_fd, &v, sizeof(v));
+				(void)rd;
+				break;
+			}
+		}
 		pthread_mutex_lock(&r->lock);
-		for (size_t i = 1; i < n; i++) {
-			if (!ps.pf[i].revents)
-				continue;
-			struct ureq *x = ps.rq[i];
-			if (!x) {
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.u64 == CK_MSHOT)
 				reactor_mshot_harvest_locked(r, &run);
-				continue;
-			}
-			if (x->state != RS_POLL || x->pgen != ps.gen[i])
-				continue;           /* cancelled, re-armed or reused meanwhile */
-			short rev = ps.pf[i].revents;
-			if (x->sqe.opcode == IORING_OP_POLL_ADD) {
-				x->state = RS_RUN;
-				exec_complete_locked(x, rev & (x->pevents | POLLERR | POLLHUP | POLLNVAL), &run);
-				continue;
-			}
-			x->state = RS_RUN;
-			x->revents = rev;
-			x->qnext = retry;
-			retry = x;
-			if (x->fe.kind == FK_OTHER || x->fe.kind == FK_REG) {
-				/* a regular file is always "ready": a misrouted request goes to a worker */
-				exec_fcache_drop(r, x->sqe.fd);
-			}
+			else if (ev[i].data.u64 != CK_WAKE)
+				pg_fire_locked(r, ev[i].data.u64, ev[i].events, &run, &retry);
 		}
 		pthread_mutex_unlock(&r->lock);
 		exec_issue_list(run, CTX_REACTOR);
 		exec_issue_list(retry, CTX_REACTOR);
 	}
-	free(ps.pf);
-	free(ps.rq);
-	free(ps.gen);
 	emu_put(r);
 	return NULL;
 }
@@ -386,10 +616,25 @@ int reactor_start_locked(struct emu_ring *r)
 {
 	if (r->reactor_on)
 		return 0;
-	if (r->wake_fd < 0) {
-		r->wake_fd = emu_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-		if (r->wake_fd < 0)
+	if (r->dying)
+		return -ECANCELED;              /* torn down: no new thread */
+	if (r->pp_fd < 0) {
+		int fd = emu_fd_high(epoll_create1(EPOLL_CLOEXEC));
+		if (fd < 0)
 			return -errno;
+		r->pp_fd = fd;
+	}
+	if (r->wake_fd < 0) {
+		int fd = emu_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		if (fd < 0)
+			return -errno;
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = CK_WAKE };
+		if (epoll_ctl(r->pp_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		r->wake_fd = fd;
 	}
 	sigset_t all, old;
 	sigfillset(&all);
@@ -414,12 +659,27 @@ void reactor_stop(struct emu_ring *r)
 	pthread_mutex_unlock(&r->lock);
 	if (on)
 		pthread_join(r->reactor, NULL);
+	pthread_mutex_lock(&r->lock);
 	if (r->wake_fd >= 0)
 		close(r->wake_fd);
 	r->wake_fd = -1;
-	pthread_mutex_lock(&r->lock);
 	if (r->ep_fd >= 0)
 		close(r->ep_fd);
 	r->ep_fd = -1;
+	if (r->pp_fd >= 0)
+		close(r->pp_fd);
+	r->pp_fd = -1;
 	pthread_mutex_unlock(&r->lock);
+}
+
+/* The reactor's memory (emu_free: no thread uses the ring any more). */
+void reactor_free(struct emu_ring *r)
+{
+	for (unsigned i = 0; i < r->pgt_cap; i++)
+		free(r->pgt[i]);
+	free(r->pgt);
+	free(r->th);
+	r->pgt = NULL;
+	r->th = NULL;
+	r->pgt_cap = r->th_cap = r->th_n = 0;
 }

@@ -44,6 +44,7 @@ struct fent {
 	int fd;                  /* real fd (registered files: our dup) or -1 */
 	uint8_t kind, direct, nonblock;
 	uint8_t valid;                 /* fcache: filled (read/written with __atomic) */
+	uint32_t vgen;                 /* fcache: O_DIRECT confirmed in submission vgen (0: not since filled) */
 };
 
 /* Where a request is. Cancellation looks at it under the ring lock. */
@@ -80,8 +81,15 @@ struct ureq {
 	uint64_t deadline;             /* CLOCK_MONOTONIC ns, timeouts */
 	uint64_t target;               /* TIMEOUT: completion count that fires it */
 	short pevents;                 /* reactor: events waited for */
-	short revents;
-	uint32_t pgen;
+	short revents;                 /* what fired (a waiter of r->pnow: what poll() saw) */
+	/* a one-shot wait in the reactor (RS_POLL): a waiter of its fd's group
+	 * (pg, linked by pw_next/pw_prev), of r->pnow, or of none (never fires) */
+	struct pgroup *pg;
+	struct ureq *pw_next, *pw_prev;
+	/* timers (RS_TIMEOUT): position + 1 in the deadline heap (0: not in it);
+	 * a TIMEOUT with a completion count is also on r->counted (tnext/tprev) */
+	uint32_t th_idx;
+	struct ureq *tnext, *tprev;
 	/* multishot POLL_ADD: armed in the reactor's epoll set (mshot), by ms_fd
 	 * (q->fd, or our dup of it when that file is in the set already: ms_dup) */
 	uint8_t mshot, ms_dup;
@@ -125,6 +133,17 @@ static inline struct ureq *rq_pop(struct ureq **head, struct ureq **tail)
 	}
 	return q;
 }
+
+/* The one-shot waiters of one fd number: one entry of the reactor's epoll set
+ * (level-triggered, EPOLLONESHOT), registered by that number with the union of
+ * their events, its cookie the number and gen (an entry the number no longer
+ * names, a closed or replaced file, reports under an old gen: ignored). */
+struct pgroup {
+	struct ureq *head;
+	uint32_t gen;
+	uint16_t want;                 /* events registered: at least the union of the waiters' */
+	uint8_t in_set;
+};
 
 struct ovf {                       /* one CQE waiting for room in the CQ */
 	struct ovf *next;
@@ -181,7 +200,7 @@ struct emu_ring {
 	unsigned inflight;             /* issued, not completed (for DRAIN) */
 	struct ureq *defer_head, *defer_tail;
 	int drain_next;                /* the chain after an IO_DRAIN one is drained too (as the kernel) */
-	unsigned ncount;               /* TIMEOUTs waiting for a completion count */
+	struct ureq *counted, *counted_tail;  /* TIMEOUTs waiting for a completion count, by target */
 	int evfd, evfd_async;          /* registered eventfd */
 	/* registered resources */
 	struct iovec *bufs;
@@ -193,15 +212,21 @@ struct emu_ring {
 	struct bgroup *groups;
 	unsigned ngroups;
 	struct fent fcache[EMU_FCACHE];
+	uint32_t sub_gen;              /* exec_submit calls (never 0): the submitter's own */
 	unsigned personalities;
 	/* workers */
 	pthread_cond_t wq_cond;
 	struct ureq *wq_head, *wq_tail;
 	unsigned wq_threads, wq_idle, wq_max;
-	/* reactor */
-	int reactor_on, wake_fd;
+	/* reactor: it sleeps in pp_fd, an epoll set of its wake-up eventfd, the
+	 * multishot set (ep_fd) and one entry per fd with one-shot waiters (pgt[fd]) */
+	int reactor_on, wake_fd, pp_fd;
 	pthread_t reactor;
-	uint32_t pgen;
+	struct pgroup **pgt;
+	unsigned pgt_cap;
+	struct pgroup pnow;            /* waiters to fire at the next round (epoll cannot wait for them) */
+	struct ureq **th;              /* min-heap of RS_TIMEOUT requests by deadline */
+	unsigned th_n, th_cap, nreq;   /* th_cap >= nreq, the requests ever allocated: pushes cannot fail */
 	/* multishot polls: an edge-triggered epoll set whose events name a slot
 	 * of ms[] and its generation (a stale event names a freed slot: ignored) */
 	int ep_fd;
@@ -249,6 +274,7 @@ int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *
 int exec_punt(struct ureq *q);
 int exec_advance_iov(struct ureq *q, uint64_t n);
 int exec_wait_ready(struct ureq *q, short events);
+int32_t exec_poll_now(int fd, short ev);
 
 unsigned exec_submit(struct emu_ring *r, unsigned n, int *err);
 void exec_run(struct ureq *q, int ctx);
@@ -274,8 +300,14 @@ void wq_stop(struct emu_ring *r);
 /* reactor.c */
 int reactor_start_locked(struct emu_ring *r);
 void reactor_kick(struct emu_ring *r);
-void reactor_arm_locked(struct ureq *q, short events);
+int reactor_arm_locked(struct ureq *q, short events);
+void reactor_rearm_locked(struct ureq *q);
+void reactor_forget_locked(struct ureq *q);
 void reactor_stop(struct emu_ring *r);
+void reactor_free(struct emu_ring *r);
+int reactor_reserve_locked(struct emu_ring *r);
+void timer_add_locked(struct ureq *q);
+void timer_update_locked(struct ureq *q);
 int reactor_mshot_arm_locked(struct ureq *q);
 int reactor_mshot_rearm_locked(struct ureq *q);
 void reactor_mshot_disarm_locked(struct ureq *q);
