@@ -97,13 +97,18 @@ static void clients(void)
 	job_of(&job, "psync", BENCH_RW_READ, 0, 1);
 	CHECK(bench_clients_refused(&job, BENCH_MAX_CLIENTS + 1) != NULL);
 
-	/* ur reads: each client its own ring on the one image */
-	job_of(&job, "ur", BENCH_RW_READ, 0.3, 2);
+	/* ur reads: each client its own ring on the one image, all served by
+	 * one server (clients set up one after another: the later ones attach
+	 * to the first one's read-only server instead of starting their own) */
+	job_of(&job, "ur", BENCH_RW_READ, 0.3, 3);
 	CHECK_EQ(bench_run_clients(&job, &r), 0);
 	if (r.status != BENCH_OK)
-		FAIL("ur read, 2 clients: %s", r.reason);
-	CHECK_EQ(r.nclients, 2);
-	CHECK(r.client_iops[0] > 0 && r.client_iops[1] > 0);
+		FAIL("ur read, 3 clients: %s", r.reason);
+	CHECK_EQ(r.nclients, 3);
+	CHECK(r.client_iops[0] > 0 && r.client_iops[1] > 0 && r.client_iops[2] > 0);
+	printf("ur read, 3 clients: %u server(s)\n", r.nservers);
+	CHECK_EQ(r.nservers, 1);
+	CHECK(r.server_pid > 0);
 
 	/* ur writes: two clients share the image's server */
 	job_of(&job, "ur", BENCH_RW_WRITE, 0.3, 2);

@@ -204,6 +204,7 @@ struct bench_result {
 	int server_pid;           /* the engine's server process, 0: none */
 	/* clients > 1 (clients.c): each client's p99 and IOPS (all its runs) */
 	unsigned nclients;
+	unsigned nservers;        /* distinct server processes among them (0: none) */
 	double client_p99[BENCH_MAX_CLIENTS], client_iops[BENCH_MAX_CLIENTS];
 };
 

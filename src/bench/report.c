@@ -189,9 +189,13 @@ void bench_report_text(FILE *f, const struct bench_result *r)
 		fprintf(f, ", task-clock=%.3fs (%.2f us/IO)", m->task_clock, m->task_clock * 1e6 / ios);
 	fprintf(f, "\n");
 	if (m->server_cpu >= 0)
-		fprintf(f, "    server cpu: %.3fs = %.1f%% of one CPU%s\n", m->server_cpu,
-			m->secs > 0 ? m->server_cpu * 100 / m->secs : 0.0,
-			j->clients > 1 ? " (all clients' servers)" : "");
+		fprintf(f, "    server cpu: %.3fs = %.1f%% of one CPU", m->server_cpu,
+			m->secs > 0 ? m->server_cpu * 100 / m->secs : 0.0);
+	if (m->server_cpu >= 0 && r->nclients > 1)
+		fprintf(f, " (%u server%s for %u clients)", r->nservers, r->nservers == 1 ? "" : "s",
+			r->nclients);
+	if (m->server_cpu >= 0)
+		fprintf(f, "\n");
 	if (r->nclients > 1) {
 		fprintf(f, "    clients: %u, aggregate IOPS=%s; per client (IOPS, p99 usec):", r->nclients,
 			iops);
@@ -504,7 +508,8 @@ int bench_write_json_cond(const char *path, const struct bench_result *rs, size_
 				fprintf(f, "], \"iops\": [");
 				for (unsigned k = 0; k < r->nclients; k++)
 					fprintf(f, "%s%.6g", k ? ", " : "", r->client_iops[k]);
-				fprintf(f, "], \"p99_max_over_min\": %.6g", bench_fairness(r));
+				fprintf(f, "], \"p99_max_over_min\": %.6g, \"servers\": %u",
+					bench_fairness(r), r->nservers);
 			}
 			fprintf(f, "},\n     \"runs\": [");
 			for (unsigned k = 0; k < r->nruns; k++) {

@@ -167,6 +167,7 @@ void ur_host_drop(struct ur_host *h, struct ur_server *s)
 	h->n_sqe += s->n_sqe;
 	h->n_sleep += s->n_sleep;
 	h->n_wake_client += s->n_wake_client;
+	h->n_handover += s->n_handover;
 	h->n_aio += s->n_aio;
 	h->n_aio_w += s->n_aio_w;
 	h->n_busy += s->n_busy;

@@ -3,7 +3,8 @@
  * backend, post CQEs; serve every client's ring in turn with a budget per
  * turn (one busy client cannot starve the others); spin while any ring is
  * busy, sleep on all the SQ doorbells when all are idle (io_uring's SQPOLL
- * rule, per ring), wake a sleeping client through its CQ doorbell.
+ * rule, per ring), wake a sleeping client through its CQ doorbell, hand the
+ * CPU to a client that waits on the server's own CPU (spin.c's hand-over).
  *
  * Must never trust the region: each SQE is copied to a local before it is
  * looked at, every offset/length/index is checked against the geometry
@@ -550,6 +551,27 @@ static uint64_t ring_idle_spin_ns(struct ur_server *s, uint64_t now)
 	return s->aio_inflight ? s->idle_ns : ur_spin_budget_ns(&s->spin, s->idle_ns);
 }
 
+/* Hand the CPU to ring s's client now (spin.c's rule)? The cheap checks
+ * first; *my_cpu and *now are looked up once per loop (0: not yet). */
+static int handover_due(struct ur_server *s, uint32_t *my_cpu, uint64_t *now)
+{
+	uint32_t client = ur_load_relaxed(&s->cq->owner_cpu);
+	if (!client || s->cq_published == s->handover.tail) {
+		s->handover.since = 0;   /* no waiter (asleep: the doorbell wakes it), or done */
+		return 0;
+	}
+	if (!*my_cpu)
+		*my_cpu = (uint32_t)sched_getcpu() + 1;
+	if (client != *my_cpu) {
+		s->handover.since = 0;   /* the client has a CPU of its own: it spins */
+		return 0;
+	}
+	if (!*now)
+		*now = now_ns();
+	return ur_handover(&s->handover, *my_cpu, client, ur_load_acquire(&s->cq->head),
+			   s->cq_published, *now);
+}
+
 /* One turn of ring s: its AIO completions, then at most UR_TURN_BUDGET SQEs.
  * Did it do any work? A ring found corrupted is shut down here. */
 static int ring_turn(struct ur_server *s)
@@ -653,9 +675,18 @@ int ur_host_run(struct ur_host *h)
 	unsigned spins = 0;
 
 	while (!ur_server_stop && h->rings) {
-		int busy = 0;
-		for (struct ur_server *s = h->rings; s; s = s->next)
+		int busy = 0, hand = 0;
+		uint32_t my_cpu = 0;
+		uint64_t hand_now = 0;
+		for (struct ur_server *s = h->rings; s; s = s->next) {
 			busy |= ring_turn(s);
+			if (!s->broken && handover_due(s, &my_cpu, &hand_now)) {
+				s->n_handover++;
+				hand = 1;
+			}
+		}
+		if (hand)
+			sched_yield();   /* a client waits on this CPU for its CQEs */
 		uint64_t now = now_ns();
 		if (now - last_check >= UR_CHECK_NS) {
 			/* Busy or spinning, the server still sees clients come and go. */

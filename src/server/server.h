@@ -42,6 +42,7 @@ struct ur_locktab {
 #define UR_SPIN_HIST      8u          /* gaps remembered */
 #define UR_SPIN_WORTH_NS  100000u     /* longer gaps are not worth a spin */
 #define UR_SPIN_MIN_NS    20000u      /* the least spin when spinning pays */
+#define UR_HANDOVER_NS    20000u      /* CQEs unreaped this long on our CPU: hand over */
 struct ur_spin {
 	uint64_t idle_at;                 /* when the ring ran out of work; 0: busy */
 	uint32_t gap[UR_SPIN_HIST];       /* ns, the last gaps (clamped to ~4 s) */
@@ -54,6 +55,16 @@ void     ur_spin_idle(struct ur_spin *sp, uint64_t now_ns);
 void     ur_spin_arrival(struct ur_spin *sp, uint64_t now_ns);
 /* How long to spin now before sleeping, at most cap_ns. */
 uint64_t ur_spin_budget_ns(const struct ur_spin *sp, uint64_t cap_ns);
+/* spin.c: the hand-over rule, per ring: give up the CPU (sched_yield) to a
+ * client that has waited UR_HANDOVER_NS on this very CPU (its CQ owner_cpu
+ * hint; my_cpu the server's; both +1, 0 unknown/asleep) for CQEs it has not
+ * reaped (cq_head behind cq_published), once per batch of CQEs? */
+struct ur_handover {
+	uint32_t tail;                    /* cq_published when the CPU was last handed over */
+	uint64_t since;                   /* the client began to wait on our CPU (0: not) */
+};
+int      ur_handover(struct ur_handover *ho, uint32_t my_cpu, uint32_t client_cpu,
+		     uint32_t cq_head, uint32_t cq_published, uint64_t now_ns);
 
 struct ur_server {
 	/* The region and the geometry validated once at start-up. */
@@ -89,6 +100,7 @@ struct ur_server {
 	struct ur_host *host;
 	struct ur_server *next;
 	uint64_t idle_since;
+	struct ur_handover handover;       /* spin.c's hand-over rule for this ring */
 	int first;                         /* from the server's parent (fds 3..6) */
 	int gone;                          /* client left: tear down */
 	int rdonly;                        /* attached read-only to a read-write mount */
@@ -122,7 +134,7 @@ struct ur_server {
 	int aio_full;                        /* an SQE waits for an AIO slot */
 
 	/* Counters (for --stats). */
-	uint64_t n_sqe, n_sleep, n_wake_client, n_aio, n_aio_w, n_busy;
+	uint64_t n_sqe, n_sleep, n_wake_client, n_handover, n_aio, n_aio_w, n_busy;
 };
 
 #define UR_PEND_MAX 8          /* connections waiting for their attach message */
@@ -148,7 +160,7 @@ struct ur_host {
 	struct ur_locktab locks;           /* byte-range locks of every ring */
 	uint64_t n_attach, n_refused;
 	/* Counters of rings that have left (for --stats). */
-	uint64_t n_sqe, n_sleep, n_wake_client, n_aio, n_aio_w, n_busy;
+	uint64_t n_sqe, n_sleep, n_wake_client, n_handover, n_aio, n_aio_w, n_busy;
 };
 
 /* SQEs one ring may take per turn before the next ring's turn (fairness). */
