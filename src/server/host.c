@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -181,21 +182,65 @@ void ur_host_drop(struct ur_host *h, struct ur_server *s)
 	free(s);
 }
 
-int ur_host_listen(struct ur_host *h, const char *image)
+/* Does a live server listen at path? Its pid, else 0. */
+static pid_t listener(const char *path)
 {
-	char path[sizeof(h->sock_path)];
-	int r = ur_attach_path(image, path, sizeof(path), 1);
-	if (r < 0)
-		return r;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return 0;
 	struct sockaddr_un a;
 	memset(&a, 0, sizeof(a));
 	a.sun_family = AF_UNIX;
 	memcpy(a.sun_path, path, strlen(path) + 1);
-	/* A socket left by a server that died: we hold the image's lock now,
-	 * so no live server can own that name. */
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	pid_t pid = 0;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 && cr.pid > 0)
+		pid = cr.pid;
+	close(fd);
+	return pid;
+}
+
+int ur_host_listen(struct ur_host *h, const char *image, pid_t *other)
+{
+	char path[sizeof(h->sock_path)], dir[sizeof(h->sock_path)];
+	*other = 0;
+	int r = ur_attach_path(image, path, sizeof(path), 1);
+	if (r < 0)
+		return r;
+	/* Check and bind under the directory's lock: read-only servers of one
+	 * image (their image locks are shared) starting at once must not both
+	 * take the name, nor one unlink the other's socket. */
+	memcpy(dir, path, sizeof(dir));
+	*strrchr(dir, '/') = '\0';
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	while (flock(dfd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			r = -errno;
+			close(dfd);
+			return r;
+		}
+	pid_t pid = listener(path);
+	if (pid > 0) {
+		/* Another server of this image (read-only, like us) serves it. */
+		close(dfd);
+		*other = pid;
+		return -EADDRINUSE;
+	}
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	/* A socket left by a server that died: nobody listens on it. */
 	(void)unlink(path);
 	mode_t old = umask(0177);              /* the socket is born 0600 */
 	r = bind(fd, (struct sockaddr *)&a, sizeof(a));
@@ -204,8 +249,10 @@ int ur_host_listen(struct ur_host *h, const char *image)
 	if (r < 0 || listen(fd, 16) < 0 || lstat(path, &st) < 0) {
 		r = -errno;
 		close(fd);
+		close(dfd);
 		return r;
 	}
+	close(dfd);                            /* the lock goes with it */
 	h->listen_fd = fd;
 	h->sock_ino = st.st_ino;
 	memcpy(h->sock_path, path, sizeof(path));

@@ -230,8 +230,22 @@ int main(int argc, char **argv)
 			fprintf(stderr, "simplefs_server: O_DIRECT reads stay synchronous: %s\n", strerror(-r));
 	}
 	/* Later clients of this image attach through its socket (ABI.md). */
-	if (strcmp(be->name, "none") && (r = ur_host_listen(&h, conf.image)) < 0 && stats)
-		fprintf(stderr, "simplefs_server: no socket for more clients: %s\n", strerror(-r));
+	pid_t other = 0;
+	if (strcmp(be->name, "none") && (r = ur_host_listen(&h, conf.image, &other)) < 0) {
+		if (other > 0) {
+			/* A read-only server of this image started first: our
+			 * client attaches to it (it tries again on this answer). */
+			snprintf(err, sizeof(err), "in use by pid %d, a read-only server of this image",
+				 (int)other);
+			while (h.rings)
+				ur_host_drop(&h, h.rings);
+			be->fini(bst);
+			hello(live, -EBUSY, err);
+			return 0;
+		}
+		if (stats)
+			fprintf(stderr, "simplefs_server: no socket for more clients: %s\n", strerror(-r));
+	}
 	if (hello(live, 0, "ready") < 0)
 		s->gone = 1;                 /* nobody listening: drop it, unmount and go */
 

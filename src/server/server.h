@@ -221,7 +221,7 @@ int  ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live,
 /* Tear down s (AIO drained first, files closed, region unmapped) and drop it. */
 void ur_host_drop(struct ur_host *h, struct ur_server *s);
 /* Listen for later clients on the image's socket (attach.h's rule). */
-int  ur_host_listen(struct ur_host *h, const char *image);
+int  ur_host_listen(struct ur_host *h, const char *image, pid_t *other);
 /* Take the connections waiting on the listening socket (never blocks). */
 void ur_host_accept(struct ur_host *h);
 /* A waiting connection's attach message (or its hang-up) arrived. */
