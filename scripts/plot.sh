@@ -37,7 +37,8 @@ json=$tmp/all.json
 jq -s '{setup: .[0].setup, jobs: (map(.jobs) | add)}' "$@" > "$json"
 
 # ok jobs as TSV: line-name x y, for a jq filter selecting jobs and x/y expressions
-# (the file size in the name when the selection has several; one point per x)
+# (the file size in the name when the selection has several; one point per x;
+# jobs without the figure, e.g. syscalls not counted, give no point)
 series() { # $1 select, $2 x, $3 y, $4 file
 	nsz=$(jq "[.jobs[] | select(.status == \"ok\") | select($1) | .size] | unique | length" "$json")
 	jq -r --argjson multi "$([ "$nsz" -gt 1 ] && echo true || echo false)" \
@@ -45,7 +46,7 @@ series() { # $1 select, $2 x, $3 y, $4 file
 	       | [(.label + (if .direct == 1 then \" O_DIRECT\" else \"\" end)
 	                  + (if \$multi then \" \" + (.size / 1048576 | floor | tostring) + \"M\" else \"\" end)),
 	          ($2), ($3)] | @tsv" \
-	       "$json" | sort -s -t '	' -k1,1 -k2,2n | awk -F '\t' '!seen[$1 FS $2]++' > "$4"
+	       "$json" | sort -s -t '	' -k1,1 -k2,2n | awk -F '\t' 'NF >= 3 && $3 != "" && !seen[$1 FS $2]++' > "$4"
 }
 
 # most common qd among 4k random reads / sequential reads
