@@ -98,8 +98,8 @@ static void clients(void)
 	CHECK(bench_clients_refused(&job, BENCH_MAX_CLIENTS + 1) != NULL);
 
 	/* ur reads: each client its own ring on the one image, all served by
-	 * one server (clients set up one after another: the later ones attach
-	 * to the first one's read-only server instead of starting their own) */
+	 * one server (read-only servers starting at once end as one: the later
+	 * ones send their clients to the first, docs/ABI.md) */
 	job_of(&job, "ur", BENCH_RW_READ, 0.3, 3);
 	CHECK_EQ(bench_run_clients(&job, &r), 0);
 	if (r.status != BENCH_OK)

@@ -2,9 +2,9 @@
  * clients.c - bench's clients knob: N processes run one job at once, each
  * with its own engine instance (its own ring, server, AIO context ...) on the
  * same host file or SimpleFS image. The file is prepared once, by the parent,
- * before the clients start; the clients set up one after another (a ur
- * client attaches to the server the first one started), then wait at a
- * start gate until all are set up, so the timed runs overlap. The parent sums the
+ * before the clients start; every client sets up (ur clients end on one
+ * server: the first one's, docs/ABI.md), then waits at a start gate until
+ * all are set up, so the timed runs overlap. The parent sums the
  * clients' figures and keeps each one's p99 (fairness = max/min p99).
  * Must never report an aggregate unless every client's job was OK (one
  * failed or skipped client fails or skips the whole job, with its reason),
@@ -184,18 +184,9 @@ int bench_run_clients(const struct bench_job *job, struct bench_result *r)
 	}
 	memset(o, 0, mapsz);
 
-	/* 2. the clients: set up one after another (a ur client then attaches to
-	 * the server the first one started: one server, many clients, even for
-	 * read-only mounts, which could each start their own), wait at the gate,
-	 * run */
+	/* 2. the clients: set up, wait at the gate, run */
 	fflush(NULL);
 	for (; started < n; started++) {
-		if (started && pipe2(readyp, O_CLOEXEC) < 0) {
-			r->status = BENCH_FAILED;
-			snprintf(r->reason, sizeof(r->reason), "clients: %s", strerror(errno));
-			ret = -1;
-			break;
-		}
 		pid_t p = fork();
 		if (p < 0) {
 			r->status = BENCH_FAILED;
@@ -216,18 +207,21 @@ int bench_run_clients(const struct bench_job *job, struct bench_result *r)
 			_exit(0);
 		}
 		pids[started] = p;
-		/* This client ready (or gone: EOF), then the next one. */
-		close(readyp[1]);
-		readyp[1] = -1;
-		char b;
-		ssize_t rd;
-		while ((rd = read(readyp[0], &b, 1)) < 0 && errno == EINTR)
-			;
-		close(readyp[0]);
-		readyp[0] = -1;
 	}
+	close(readyp[1]);
+	readyp[1] = -1;
 	close(gop[0]);
 	gop[0] = -1;
+	/* Every client ready (or gone: EOF once all have closed their end), then go. */
+	unsigned nready = 0;
+	char b;
+	while (nready < started) {
+		ssize_t rd = read(readyp[0], &b, 1);
+		if (rd == 0 || (rd < 0 && errno != EINTR))
+			break;
+		if (rd == 1)
+			nready++;
+	}
 	close(gop[1]);
 	gop[1] = -1;
 	for (unsigned i = 0; i < started; i++) {
