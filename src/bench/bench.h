@@ -49,13 +49,24 @@ struct bench_job {
 	unsigned repeat;      /* timed runs, >= 1 */
 	uint64_t seed;
 	int verify;           /* check the stamp of every read (default 1) */
-	int syscount;         /* count system calls (a tracepoint: slows each one) (default 1) */
+	int syscount;         /* count system calls (enum bench_syscount; default PASS) */
 	int batch;            /* reap all in flight before refilling: qd I/Os per submit */
 	uint64_t interval_ns; /* > 0: one I/O every interval_ns, each reaped first (pacing) */
 	unsigned clients;     /* processes running the job at once (clients.c), 0/1: this one */
 	char dir[PATH_MAX];   /* where the host file lives */
 	char image[PATH_MAX]; /* SimpleFS image */
 };
+
+/* How a job counts system calls. The counter (the raw_syscalls tracepoint)
+ * makes every system call on the machine dearer while it is open, so by
+ * default it is open only for an untimed pass of its own before the timed runs. */
+enum bench_syscount {
+	BENCH_SC_OFF = 0,     /* not counted (--no-syscount) */
+	BENCH_SC_PASS = 1,    /* a counted pass, untimed; the timed runs go without it */
+	BENCH_SC_TIMED = 2,   /* counted during the timed runs (the sweep's T1: its figures are counts) */
+};
+#define BENCH_SC_PASS_IOS 16384u       /* the pass: at most this many I/Os ... */
+#define BENCH_SC_PASS_NS 250000000ull  /* ... or this long when the job is time based */
 
 /* ---- latency histogram: log-linear, ~0.8% resolution, no allocation to add */
 #define BENCH_HIST_EXACT 128u
@@ -206,6 +217,11 @@ struct bench_result {
 	unsigned nclients;
 	unsigned nservers;        /* distinct server processes among them (0: none) */
 	double client_p99[BENCH_MAX_CLIENTS], client_iops[BENCH_MAX_CLIENTS];
+	/* The job's syscalls per I/O: sc_calls over sc_ios (-1: not counted), from
+	 * the counted pass (sc_pass 1) or the median timed run (BENCH_SC_TIMED). */
+	int64_t sc_calls;
+	uint64_t sc_ios;
+	int sc_pass;
 };
 
 /* run.c */

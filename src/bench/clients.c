@@ -143,6 +143,14 @@ static void aggregate(struct bench_result *r, const struct client_out *o, unsign
 		}
 	}
 	bench_fill_result(r, all);
+	/* each client's own counted pass (or timed runs): their sum */
+	r->sc_calls = 0;
+	r->sc_ios = 0;
+	r->sc_pass = o[0].r.sc_pass;
+	for (unsigned i = 0; i < n && r->sc_calls >= 0; i++) {
+		r->sc_calls = o[i].r.sc_calls < 0 ? -1 : r->sc_calls + o[i].r.sc_calls;
+		r->sc_ios += o[i].r.sc_ios;
+	}
 	memcpy(r->cnt_why, o[0].r.cnt_why, sizeof(r->cnt_why));
 	snprintf(r->note, sizeof(r->note), "%s", o[0].r.note);
 	r->fill_secs = o[0].r.fill_secs;

@@ -208,8 +208,11 @@ void bench_report_text(FILE *f, const struct bench_result *r)
 	}
 	char a[200], b[200];
 	per_io(a, sizeof(a), m->ctxsw, m->ios, r->cnt_why[BENCH_CNT_CTXSW]);
-	per_io(b, sizeof(b), m->syscalls, m->ios, r->cnt_why[BENCH_CNT_SYSCALLS]);
-	fprintf(f, "    ctx switches: %s, syscalls: %s\n", a, b);
+	per_io(b, sizeof(b), r->sc_calls, r->sc_ios, r->cnt_why[BENCH_CNT_SYSCALLS]);
+	fprintf(f, "    ctx switches: %s, syscalls: %s", a, b);
+	if (r->sc_pass && r->sc_calls >= 0)
+		fprintf(f, " in an untimed pass of %llu I/Os", (unsigned long long)r->sc_ios);
+	fprintf(f, "\n");
 	if (r->note[0])
 		fprintf(f, "    note: %s\n", r->note);
 }
@@ -360,7 +363,8 @@ static void jcnt(FILE *f, const char *key, int64_t v, uint64_t ios)
 			ios ? (double)v / (double)ios : 0.0);
 }
 
-static void jrun(FILE *f, const struct bench_run *m)
+/* m's figures; its syscalls: sc over sc_ios (the result's, for the median) */
+static void jrun(FILE *f, const struct bench_run *m, int64_t sc, uint64_t sc_ios)
 {
 	fprintf(f, "{");
 	jnum(f, "secs", m->secs, 0);
@@ -382,7 +386,7 @@ static void jrun(FILE *f, const struct bench_run *m)
 	else
 		fprintf(f, "\"task_clock_s\": null, ");
 	jcnt(f, "ctxsw", m->ctxsw, m->ios);
-	jcnt(f, "syscalls", m->syscalls, m->ios);
+	jcnt(f, "syscalls", sc, sc_ios);
 	if (m->server_cpu >= 0) {
 		jnum(f, "server_cpu_s", m->server_cpu, 0);
 		jnum(f, "server_cpu_pct", m->secs > 0 ? m->server_cpu * 100 / m->secs : 0, 0);
@@ -489,9 +493,15 @@ int bench_write_json_cond(const char *path, const struct bench_result *rs, size_
 		fprintf(f, ", \"ctxsw\": ");
 		jstr(f, r->cnt_why[BENCH_CNT_CTXSW]);
 		fprintf(f, "}, \"fill_s\": %.3f", r->fill_secs);
+		/* where the median's syscalls come from: an untimed pass of its own
+		 * ("pass", with its I/Os), the timed runs ("timed") or nowhere */
+		fprintf(f, ", \"syscalls_counted\": \"%s\"",
+			r->sc_calls < 0 ? "no" : r->sc_pass ? "pass" : "timed");
+		if (r->sc_pass && r->sc_calls >= 0)
+			fprintf(f, ", \"syscalls_pass_ios\": %llu", (unsigned long long)r->sc_ios);
 		if (r->status == BENCH_OK) {
 			fprintf(f, ",\n     \"median\": ");
-			jrun(f, &r->med);
+			jrun(f, &r->med, r->sc_calls, r->sc_ios);
 			fprintf(f, ",\n     \"spread\": {\"mibs_min\": %.6g, \"mibs_max\": %.6g, "
 				"\"iops_min\": %.6g, \"iops_max\": %.6g},\n     \"latency_all_runs_us\": {",
 				r->mibs_min, r->mibs_max, r->iops_min, r->iops_max);
@@ -515,7 +525,7 @@ int bench_write_json_cond(const char *path, const struct bench_result *rs, size_
 			for (unsigned k = 0; k < r->nruns; k++) {
 				if (k)
 					fprintf(f, ",\n       ");
-				jrun(f, &r->runs[k]);
+				jrun(f, &r->runs[k], r->runs[k].syscalls, r->runs[k].ios);
 			}
 			fprintf(f, "]");
 		}
@@ -562,7 +572,7 @@ int bench_write_csv(const char *path, const struct bench_result *rs, size_t n)
 				r->lat_mean, r->lat_p50, r->lat_p99, r->lat_p999, m->cpu_user, m->cpu_sys,
 				m->ios ? (m->cpu_user + m->cpu_sys) * 1e6 / (double)m->ios : 0);
 			ccnt(f, m->ctxsw, m->ios);
-			ccnt(f, m->syscalls, m->ios);
+			ccnt(f, r->sc_calls, r->sc_ios);
 		} else {
 			fprintf(f, ",,,,,,,,,,,,,,,,,");
 		}

@@ -107,7 +107,7 @@ void bench_job_defaults(struct bench_job *job)
 	job->repeat = 1;
 	job->seed = 0x5eed;
 	job->verify = 1;
-	job->syscount = 1;
+	job->syscount = BENCH_SC_PASS;
 	snprintf(job->dir, sizeof(job->dir), ".");
 }
 
@@ -481,6 +481,39 @@ static void hook_ready(const struct bench_hooks *hk, int *called, int ok)
 	*called = 1;
 }
 
+/* Close the syscall counter. Closing it (not disabling it) is what ends its
+ * cost: the tracepoint stays armed for every task while the event exists, and
+ * the copies the engine's server inherited go with it. */
+static void drop_syscount(struct bench_counters *cnt)
+{
+	if (cnt->fd[BENCH_CNT_SYSCALLS] >= 0)
+		close(cnt->fd[BENCH_CNT_SYSCALLS]);
+	cnt->fd[BENCH_CNT_SYSCALLS] = -1;
+}
+
+/* BENCH_SC_PASS: the job's syscalls per I/O from an untimed pass of its own
+ * (at most BENCH_SC_PASS_IOS I/Os, or BENCH_SC_PASS_NS of a time-based job);
+ * the caller then closes the counter, so that the timed runs are not slowed by it. The
+ * counter was opened before the engine's setup, so a server the engine
+ * started counts too. 0, or -1 when the pass failed. */
+static int counted_pass(struct run_state *rs, const struct bench_counters *cnt, struct bench_result *r,
+			uint64_t total, uint64_t dur)
+{
+	int64_t c0[BENCH_CNT_N], c1[BENCH_CNT_N];
+	bench_counters_read(cnt, c0);
+	int lr = run_loop(rs, total < BENCH_SC_PASS_IOS ? total : BENCH_SC_PASS_IOS,
+			  dur ? (dur < BENCH_SC_PASS_NS ? dur : BENCH_SC_PASS_NS) : 0);
+	bench_counters_read(cnt, c1);
+	if (lr < 0)
+		return -1;
+	if (c0[BENCH_CNT_SYSCALLS] >= 0 && c1[BENCH_CNT_SYSCALLS] >= 0 && rs->ios) {
+		r->sc_calls = c1[BENCH_CNT_SYSCALLS] - c0[BENCH_CNT_SYSCALLS];
+		r->sc_ios = rs->ios;
+		r->sc_pass = 1;
+	}
+	return 0;
+}
+
 int bench_run_job_ex(const struct bench_job *job, struct bench_result *r,
 		     const struct bench_hooks *hk)
 {
@@ -496,14 +529,13 @@ int bench_run_job_ex(const struct bench_job *job, struct bench_result *r,
 	memset(r, 0, sizeof(*r));
 	memset(&rs, 0, sizeof(rs));
 	r->job = *job;
+	r->sc_calls = -1;
 	bench_counters_open(&cnt);
-	if (!job->syscount && cnt.fd[BENCH_CNT_SYSCALLS] >= 0) {
+	if (job->syscount == BENCH_SC_OFF) {
 		/* the tracepoint's probe runs on every system call of the timed runs */
-		close(cnt.fd[BENCH_CNT_SYSCALLS]);
-		cnt.fd[BENCH_CNT_SYSCALLS] = -1;
-	}
-	if (!job->syscount)
+		drop_syscount(&cnt);
 		snprintf(cnt.why[BENCH_CNT_SYSCALLS], sizeof(cnt.why[0]), "not counted (off for this job: --no-syscount, or a sweep's T2/T3 cell)");
+	}
 	memcpy(r->cnt_why, cnt.why, sizeof(r->cnt_why));
 	if (!td || !h || !all) {
 		r->status = BENCH_FAILED;
@@ -617,9 +649,19 @@ int bench_run_job_ex(const struct bench_job *job, struct bench_result *r,
 	uint64_t total = job->bytes ? (job->bytes + job->bs - 1) / job->bs : per_pass;
 	uint64_t dur = job->time_s > 0 ? (uint64_t)(job->time_s * 1e9) : 0;
 
+	/* 3. the counted pass (BENCH_SC_PASS), not timed */
+	rs.hist = NULL;
+	if (job->syscount == BENCH_SC_PASS && cnt.fd[BENCH_CNT_SYSCALLS] >= 0 &&
+	    counted_pass(&rs, &cnt, r, total, dur) < 0) {
+		r->status = BENCH_FAILED;
+		ret = -1;
+		goto out;
+	}
+	if (job->syscount != BENCH_SC_TIMED)
+		drop_syscount(&cnt);        /* the timed runs go without it */
 	hook_ready(hk, &ready_called, 1);
 
-	/* 3. warm-up, not recorded */
+	/* 4. warm-up, not recorded */
 	if (job->warmup_s > 0) {
 		rs.hist = NULL;
 		if (run_loop(&rs, UINT64_MAX, (uint64_t)(job->warmup_s * 1e9)) < 0) {
@@ -629,7 +671,7 @@ int bench_run_job_ex(const struct bench_job *job, struct bench_result *r,
 		}
 	}
 
-	/* 4. timed runs */
+	/* 5. timed runs */
 	bench_hist_reset(all);
 	unsigned reps = job->repeat ? job->repeat : 1;
 	if (reps > BENCH_MAX_REPEAT)
@@ -700,6 +742,10 @@ int bench_run_job_ex(const struct bench_job *job, struct bench_result *r,
 		goto out;
 	}
 	bench_fill_result(r, all);
+	if (job->syscount == BENCH_SC_TIMED) {
+		r->sc_calls = r->med.syscalls;
+		r->sc_ios = r->med.ios;
+	}
 	r->status = BENCH_OK;
 	if (hk && hk->hist)
 		*hk->hist = *all;

@@ -112,7 +112,7 @@ static int add_cell(struct bench_sweep *sw, size_t *cap, int part, unsigned eng,
 	/* Only T1's figures are counts. While the syscall counter (a tracepoint)
 	 * is on, every system call on the machine takes the kernel's traced
 	 * path (+19% for a cached pread, measured): T2 and T3 time without it. */
-	c->job.syscount = part == BENCH_PART_T1 && sw->cfg.base.syscount;
+	c->job.syscount = part == BENCH_PART_T1 && sw->cfg.base.syscount ? BENCH_SC_TIMED : BENCH_SC_OFF;
 	sw->ncells++;
 	return 0;
 }
