@@ -1506,6 +1506,11 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 			cancel_one_locked(r, m, m == q ? res : m->prep_err ? m->prep_err : -ECANCELED, 0);
 			m = n;
 		}
+		/* The queue held back all that is submitted later until nothing runs (the
+		 * drain of a running request among it): emptied now, the next chain keeps
+		 * that wait (the kernel cannot cancel a deferred request) */
+		if (!r->defer_head && r->inflight)
+			__atomic_store_n(&r->drain_next, 1, __ATOMIC_RELAXED);
 		if (r->inflight == 0 && r->defer_head)
 			release_deferred_locked(r, run);
 		return 0;
@@ -2129,7 +2134,8 @@ static int fast_rw(struct emu_ring *r, const struct io_uring_sqe *s, int32_t *re
 static unsigned fast_submit(struct emu_ring *r, unsigned n, unsigned *headp, struct io_uring_sqe *carry,
 			    uint32_t *carry_done)
 {
-	if (__atomic_load_n(&r->defer_head, __ATOMIC_RELAXED) || r->drain_next ||
+	if (__atomic_load_n(&r->defer_head, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&r->drain_next, __ATOMIC_RELAXED) ||   /* a cancel may set it */
 	    __atomic_load_n(&r->dying, __ATOMIC_RELAXED))
 		return 0;
 	struct fast_cqe c[FAST_BATCH];
