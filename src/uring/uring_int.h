@@ -35,6 +35,7 @@
 #define EMU_MAX_CQ (2u * EMU_MAX_ENTRIES)
 #define EMU_INLINE_IOV 4
 #define EMU_FCACHE 1024
+#define EMU_EFD_ID_UNKNOWN (-3L)     /* emu_ring.efd_id not looked up yet */
 #define EMU_FD_BASE 512             /* the library's own fds go at or above this */
 #define EMU_UDH_MAX_BITS 12         /* user_data hash: at most 4096 chains */
 
@@ -172,7 +173,9 @@ struct bgroup {
 struct emu_ring {
 	_Atomic int refs;
 	int fd;                        /* the ring fd: an eventfd (see DROPIN.md) */
-	long efd_id;                   /* its kernel id (fdinfo), -1 if unknown */
+	long efd_id;                   /* its kernel id (fdinfo), -1 if it cannot be told,
+					* EMU_EFD_ID_UNKNOWN until first needed */
+	_Atomic int aliased;           /* emu_alias() gave it another fd number too */
 	int ifd;                       /* our own dup of it: what the library uses */
 	unsigned flags, features;
 	unsigned sq_entries, cq_entries;
