@@ -225,6 +225,15 @@ static void body(void)
 	/* and the submitter never waits for the disk: a thread allowed only reads with
 	 * RWF_NOWAIT of fd submits misses. Its worker (one at most) is started here
 	 * first (IOSQE_ASYNC), so that no thread inherits its filter */
+	unsigned now[2] = { 0, 0 };             /* 0: change nothing, say the bound */
+	CHECK_EQ(io_uring_register_iowq_max_workers(&ring, now), 0);
+	if (tu_mode != TU_KERNEL) {
+		/* the emulation's default (DROPIN.md): 4 per CPU, at most 64 and the SQ size */
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		unsigned want = cpus > 0 ? 4 * (unsigned)cpus : 4;
+		want = want > 64 ? 64 : want;
+		CHECK_EQ(now[0], want);
+	}
 	unsigned one_worker[2] = { 1, 1 };
 	CHECK_EQ(io_uring_register_iowq_max_workers(&ring, one_worker), 0);
 	sqe = io_uring_get_sqe(&ring);

@@ -294,6 +294,23 @@ static unsigned ncpus(void)
 	return v;
 }
 
+/* The bound on worker threads (r->lock held): the program's
+ * (IORING_REGISTER_IOWQ_MAX_WORKERS), else 4 per CPU, at most 64 and at most
+ * the SQ size, worked out the first time a worker is wanted, so a ring that
+ * never needs one never asks for the CPU count. */
+unsigned emu_wq_max_locked(struct emu_ring *r)
+{
+	if (!r->wq_max) {
+		unsigned m = 4 * ncpus();
+		if (m > 64)
+			m = 64;
+		if (m > r->sq_entries && r->sq_entries >= 4)
+			m = r->sq_entries;
+		r->wq_max = m;
+	}
+	return r->wq_max;
+}
+
 int emu_setup(unsigned entries, struct io_uring_params *up)
 {
 	struct io_uring_params p;
@@ -363,11 +380,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	r->cq_entries = cq;
 	r->sqe_size = (p.flags & IORING_SETUP_SQE128) ? 128 : 64;
 	r->cqe_shift = (p.flags & IORING_SETUP_CQE32) ? 1 : 0;
-	r->wq_max = 4 * ncpus();
-	if (r->wq_max > 64)
-		r->wq_max = 64;
-	if (r->wq_max > sq && sq >= 4)
-		r->wq_max = sq;
+	r->wq_max = 0;                         /* the default, worked out when first wanted */
 	r->sq_idle_ms = p.sq_thread_idle ? p.sq_thread_idle : 1000;
 	r->disabled = !!(p.flags & IORING_SETUP_R_DISABLED);
 
@@ -1273,7 +1286,7 @@ int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr)
 		if (ucopy(v, arg, sizeof(v)) < 0)
 			return -EFAULT;
 		pthread_mutex_lock(&r->lock);
-		unsigned old = r->wq_max;
+		unsigned old = emu_wq_max_locked(r);
 		if (v[0])
 			r->wq_max = v[0] > 256 ? 256 : v[0];
 		pthread_mutex_unlock(&r->lock);

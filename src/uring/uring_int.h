@@ -220,7 +220,7 @@ struct emu_ring {
 	/* workers */
 	pthread_cond_t wq_cond;
 	struct ureq *wq_head, *wq_tail;
-	unsigned wq_threads, wq_idle, wq_max;
+	unsigned wq_threads, wq_idle, wq_max;  /* wq_max: 0 until emu_wq_max_locked() */
 	/* reactor: it sleeps in pp_fd, an epoll set of its wake-up eventfd, the
 	 * multishot set (ep_fd) and one entry per fd with one-shot waiters (pgt[fd]) */
 	int reactor_on, wake_fd, pp_fd;
@@ -255,6 +255,7 @@ struct emu_ring *emu_find(int fd);
 struct emu_ring *emu_find_checked(int fd);
 struct emu_ring *emu_alias(int fd);
 int emu_setup(unsigned entries, struct io_uring_params *p);
+unsigned emu_wq_max_locked(struct emu_ring *r);
 int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete,
 	      unsigned flags, const void *arg, size_t argsz);
 int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr);
