@@ -3,14 +3,20 @@
  * modes: a READ that comes back short inline (the rest of its range dropped from the page cache)
  * goes on and returns all of it, at an offset and at the file position (offset -1), and so does a
  * READV (its array clobbered by the program after submit; a missing array is -EFAULT); a READ with
- * the program's own RWF_NOWAIT of an uncached page is -EAGAIN, without it a worker reads it; a
+ * the program's own RWF_NOWAIT of an uncached page is -EAGAIN, without it a worker reads it (a
+ * submitting thread that a seccomp filter allows only RWF_NOWAIT reads of the file gets all of
+ * an uncached page, on the fast path and on the request path: it never waits for the disk); a
  * bad buffer is -EFAULT, a closed fd -EBADF (a READV's missing array
  * on it -EFAULT), a failed READ linked to a NOP cancels it; a TIMEOUT waiting for a count of completions fires
  * on fast-path completions (res 0, not -ETIME); a drained NOP submitted after fast reads in the
  * same batch completes after all of them; and a write through it is read back. */
 #include "test_uring.h"
+#include "../src/common/noring.h"
 #include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 
 #define FSZ (256 * 1024)
@@ -66,6 +72,88 @@ static void gone_from_cache(int fd, off_t off)
 		usleep(5000);
 	}
 	FAIL("the page at %lld stays in the page cache", (long long)off);
+}
+
+/*
+ * Only reads that cannot wait for the disk, for the calling thread: a filter on
+ * it alone (no TSYNC; threads it starts later inherit it) that fails every read
+ * of fd - read, pread64, readv, preadv, and preadv2 without RWF_NOWAIT - with
+ * EXDEV. Other fds (the ring's eventfd) and other threads are untouched.
+ */
+static void only_nowait_reads(int fd)
+{
+	const unsigned no = SECCOMP_RET_ERRNO | EXDEV;
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NORING_AUDIT_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)fd, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_read, 5, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pread64, 4, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_readv, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_preadv, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_preadv2, 2, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, no),
+		/* preadv2: its flags (args[5], the low word) must hold RWF_NOWAIT */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[5])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RWF_NOWAIT, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, no),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	CHECK_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	CHECK_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
+
+struct miss_arg {
+	struct io_uring *ring;
+	int fd;
+	uint8_t *dst;
+	const uint8_t *src;
+};
+
+/* A READ of a page that is not cached, on the fast path (flags 0) or the
+ * request path (IOSQE_IO_LINK, a NOP after it): all of it is read. */
+static void read_miss(struct miss_arg *a, off_t off, unsigned flags)
+{
+	gone_from_cache(a->fd, off);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(a->ring);
+	CHECK(sqe);
+	io_uring_prep_read(sqe, a->fd, a->dst, 4096, (uint64_t)off);
+	sqe->flags = (uint8_t)flags;
+	sqe->user_data = 1;
+	unsigned n = 1;
+	if (flags & IOSQE_IO_LINK) {
+		sqe = io_uring_get_sqe(a->ring);
+		CHECK(sqe);
+		io_uring_prep_nop(sqe);
+		sqe->user_data = 2;
+		n = 2;
+	}
+	CHECK_EQ(io_uring_submit(a->ring), n);
+	struct io_uring_cqe c[2];
+	tu_reap(a->ring, c, n);
+	const struct io_uring_cqe *rd = tu_find(c, n, 1);
+	CHECK(rd);
+	CHECK_EQ(rd->res, 4096);
+	CHECK(memcmp(a->dst, a->src + off, 4096) == 0);
+}
+
+/* The submitting thread, allowed only reads that cannot wait for the disk:
+ * misses and a cached page still read (by the worker that exists already,
+ * or inline with RWF_NOWAIT). */
+static void *nowait_submitter(void *p)
+{
+	struct miss_arg *a = p;
+	only_nowait_reads(a->fd);
+	read_miss(a, 196608, 0);
+	read_miss(a, 200704, IOSQE_IO_LINK);
+	CHECK_EQ(read_one(a->ring, a->fd, a->dst, 4096, 200704, 0), 4096);   /* cached now */
+	return NULL;
 }
 
 static void body(void)
@@ -134,6 +222,29 @@ static void body(void)
 	CHECK_EQ(read_one(&ring, fd, dst, 4096, 131072, RWF_NOWAIT), -EAGAIN);
 	CHECK_EQ(read_one(&ring, fd, dst, 4096, 131072, 0), 4096);
 	CHECK(memcmp(dst, src + 131072, 4096) == 0);
+	/* and the submitter never waits for the disk: a thread allowed only reads with
+	 * RWF_NOWAIT of fd submits misses. Its worker (one at most) is started here
+	 * first (IOSQE_ASYNC), so that no thread inherits its filter */
+	unsigned now[2] = { 0, 0 };             /* 0: change nothing, say the bound */
+	CHECK_EQ(io_uring_register_iowq_max_workers(&ring, now), 0);
+	if (tu_mode != TU_KERNEL) {
+		/* the emulation's default (DROPIN.md): 4 per CPU, at most 64 and the SQ size */
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		unsigned want = cpus > 0 ? 4 * (unsigned)cpus : 4;
+		want = want > 64 ? 64 : want;
+		CHECK_EQ(now[0], want);
+	}
+	unsigned one_worker[2] = { 1, 1 };
+	CHECK_EQ(io_uring_register_iowq_max_workers(&ring, one_worker), 0);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, fd, dst, 4096, 0);
+	sqe->flags = IOSQE_ASYNC;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(one(&ring).res, 4096);
+	struct miss_arg ma = { &ring, fd, dst, src };
+	pthread_t th;
+	CHECK_EQ(pthread_create(&th, NULL, nowait_submitter, &ma), 0);
+	CHECK_EQ(pthread_join(th, NULL), 0);
 	CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL), 0);
 	CHECK_EQ(pread(fd, chk, FSZ, 0), FSZ);                  /* all cached again */
 

@@ -5,7 +5,8 @@
  * readable once a CQE is pending (the ring fd's documented behaviour), and a RECV into a
  * provided buffer (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags; a ring fd closed
  * by hand and its number reused is a plain fd again (CLOSE works on it; emulated, queue_exit
- * leaves it open); a dup() of a ring fd works as the ring after the original is closed. */
+ * leaves it open); a dup() of a ring fd works as the ring after the original is closed, and
+ * after io_uring_queue_exit neither number is taken for the ring (a file put there is no ring). */
 #include "test_uring.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,6 +14,15 @@
 #include <sys/eventfd.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+
+/* fd moved to a number at or above 100 (closing the old one) */
+static int fd_away(int fd)
+{
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+	CHECK(h >= 100);
+	close(fd);
+	return h;
+}
 
 static void body(void)
 {
@@ -158,7 +168,7 @@ static void body(void)
 	/* a dup() of the ring fd is the ring, also once the original is closed */
 	struct io_uring r3;
 	CHECK_EQ(io_uring_queue_init(4, &r3, 0), 0);
-	int d = dup(r3.ring_fd);
+	int d = dup(r3.ring_fd), orig = r3.ring_fd;
 	CHECK(d >= 0);
 	close(r3.ring_fd);
 	r3.ring_fd = r3.enter_ring_fd = d;
@@ -170,6 +180,27 @@ static void body(void)
 	CHECK_EQ(c[0].user_data, 50);
 	io_uring_queue_exit(&r3);
 	CHECK(fcntl(d, F_GETFD) < 0);          /* queue_exit closed the dup */
+	/* and neither number names the ring any more: a file put at either is no ring */
+	int nul = open("/dev/null", O_RDONLY);
+	CHECK(nul >= 0);
+	nul = fd_away(nul);                /* not at orig, d or the next ring's number */
+	CHECK_EQ(dup2(nul, d), d);
+	CHECK_EQ(dup2(nul, orig), orig);
+	CHECK(io_uring_enter((unsigned)d, 0, 0, IORING_ENTER_GETEVENTS, NULL) < 0);
+	CHECK(io_uring_enter((unsigned)orig, 0, 0, IORING_ENTER_GETEVENTS, NULL) < 0);
+	close(d);
+	close(orig);
+	/* the same for a ring that never had a second number */
+	struct io_uring r4;
+	CHECK_EQ(io_uring_queue_init(4, &r4, 0), 0);
+	int n4 = r4.ring_fd;
+	io_uring_queue_exit(&r4);
+	int dr = dup2(nul, n4);
+	if (dr != n4)
+		FAIL("dup2(nul, %d) = %d: %s", n4, dr, strerror(errno));
+	CHECK(io_uring_enter((unsigned)n4, 0, 0, IORING_ENTER_GETEVENTS, NULL) < 0);
+	close(n4);
+	close(nul);
 
 	CHECK_EQ(io_uring_unregister_eventfd(&ring), 0);
 	close(efd);

@@ -61,6 +61,19 @@ static long efd_id(int fd)
 	return id ? strtol(id + 11, NULL, 10) : -2;
 }
 
+/* The ring's eventfd id, looked up on first need (from our own dup, which
+ * names the same eventfd whatever the program did with its fd), not at
+ * setup: a ring whose fd is never checked never reads /proc. */
+static long ring_efd_id(struct emu_ring *r)
+{
+	long id = __atomic_load_n(&r->efd_id, __ATOMIC_RELAXED);
+	if (id == EMU_EFD_ID_UNKNOWN) {
+		id = efd_id(r->ifd);
+		__atomic_store_n(&r->efd_id, id, __ATOMIC_RELAXED);
+	}
+	return id;
+}
+
 /*
  * The emulated ring whose fd this really is. The table is by fd number, and a
  * program may close a ring fd by hand and get the number back for another
@@ -70,10 +83,10 @@ static long efd_id(int fd)
 struct emu_ring *emu_find_checked(int fd)
 {
 	struct emu_ring *r = emu_find(fd);
-	if (!r || r->efd_id == -1)
+	if (!r || ring_efd_id(r) == -1)
 		return r;
 	long id = efd_id(fd);
-	return id == -1 || id == r->efd_id ? r : NULL;
+	return id == -1 || id == ring_efd_id(r) ? r : NULL;
 }
 
 /*
@@ -90,7 +103,8 @@ struct emu_ring *emu_alias(int fd)
 		return NULL;
 	for (int i = 0; i < EMU_MAX_FD; i++) {
 		struct emu_ring *r = atomic_load_explicit(&emu_tab[i], memory_order_acquire);
-		if (r && r->efd_id == id) {
+		if (r && ring_efd_id(r) == id) {
+			atomic_store_explicit(&r->aliased, 1, memory_order_relaxed);
 			atomic_store_explicit(&emu_tab[fd], r, memory_order_release);
 			return r;
 		}
@@ -266,6 +280,37 @@ void emu_put(struct emu_ring *r)
 		emu_free(r);
 }
 
+/* Online CPUs, asked once per process (sysconf reads a /sys file each time):
+ * it only bounds the worker threads. At least 1. */
+static unsigned ncpus(void)
+{
+	static _Atomic unsigned n;
+	unsigned v = atomic_load_explicit(&n, memory_order_relaxed);
+	if (!v) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		v = c > 0 ? (unsigned)c : 1;
+		atomic_store_explicit(&n, v, memory_order_relaxed);
+	}
+	return v;
+}
+
+/* The bound on worker threads (r->lock held): the program's
+ * (IORING_REGISTER_IOWQ_MAX_WORKERS), else 4 per CPU, at most 64 and at most
+ * the SQ size, worked out the first time a worker is wanted, so a ring that
+ * never needs one never asks for the CPU count. */
+unsigned emu_wq_max_locked(struct emu_ring *r)
+{
+	if (!r->wq_max) {
+		unsigned m = 4 * ncpus();
+		if (m > 64)
+			m = 64;
+		if (m > r->sq_entries && r->sq_entries >= 4)
+			m = r->sq_entries;
+		r->wq_max = m;
+	}
+	return r->wq_max;
+}
+
 int emu_setup(unsigned entries, struct io_uring_params *up)
 {
 	struct io_uring_params p;
@@ -335,12 +380,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	r->cq_entries = cq;
 	r->sqe_size = (p.flags & IORING_SETUP_SQE128) ? 128 : 64;
 	r->cqe_shift = (p.flags & IORING_SETUP_CQE32) ? 1 : 0;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	r->wq_max = (unsigned)(ncpu > 0 ? 4 * ncpu : 4);
-	if (r->wq_max > 64)
-		r->wq_max = 64;
-	if (r->wq_max > sq && sq >= 4)
-		r->wq_max = sq;
+	r->wq_max = 0;                         /* the default, worked out when first wanted */
 	r->sq_idle_ms = p.sq_thread_idle ? p.sq_thread_idle : 1000;
 	r->disabled = !!(p.flags & IORING_SETUP_R_DISABLED);
 
@@ -396,7 +436,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		fd = low;
 	}
 	r->fd = fd;
-	r->efd_id = efd_id(fd);
+	r->efd_id = EMU_EFD_ID_UNKNOWN;        /* ring_efd_id() asks when it matters */
 	/* Our own descriptor of the same eventfd: the ring keeps working if the
 	 * program closes its ring fd and goes on with a dup() of it. */
 	r->ifd = emu_fd_high(fcntl(fd, F_DUPFD_CLOEXEC, 3));
@@ -453,9 +493,14 @@ int emu_mmap(struct emu_ring *r, struct io_uring_params *p, struct io_uring *rin
 
 int emu_close(struct emu_ring *r)
 {
-	for (int i = 0; i < EMU_MAX_FD; i++)     /* the fd and its dup()s (emu_alias) */
-		if (atomic_load_explicit(&emu_tab[i], memory_order_relaxed) == r)
-			atomic_store_explicit(&emu_tab[i], NULL, memory_order_release);
+	if (atomic_load_explicit(&r->aliased, memory_order_relaxed)) {
+		for (int i = 0; i < EMU_MAX_FD; i++)     /* the fd and its dup()s (emu_alias) */
+			if (atomic_load_explicit(&emu_tab[i], memory_order_relaxed) == r)
+				atomic_store_explicit(&emu_tab[i], NULL, memory_order_release);
+	} else {
+		struct emu_ring *want = r;           /* only its own fd names it */
+		atomic_compare_exchange_strong(&emu_tab[r->fd], &want, NULL);
+	}
 	pthread_mutex_lock(&r->lock);
 	r->dying = 1;
 	pthread_mutex_unlock(&r->lock);
@@ -463,7 +508,8 @@ int emu_close(struct emu_ring *r)
 	reactor_stop(r);
 	wq_stop(r);
 	kaio_fini(r);
-	if (r->efd_id == -1 || efd_id(r->fd) == r->efd_id)
+	long id = ring_efd_id(r);
+	if (id == -1 || efd_id(r->fd) == id)
 		close(r->fd);           /* not a number the program closed and got back */
 	close(r->ifd);
 	if (r->evfd >= 0)
@@ -1240,7 +1286,7 @@ int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr)
 		if (ucopy(v, arg, sizeof(v)) < 0)
 			return -EFAULT;
 		pthread_mutex_lock(&r->lock);
-		unsigned old = r->wq_max;
+		unsigned old = emu_wq_max_locked(r);
 		if (v[0])
 			r->wq_max = v[0] > 256 ? 256 : v[0];
 		pthread_mutex_unlock(&r->lock);

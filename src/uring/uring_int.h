@@ -35,6 +35,7 @@
 #define EMU_MAX_CQ (2u * EMU_MAX_ENTRIES)
 #define EMU_INLINE_IOV 4
 #define EMU_FCACHE 1024
+#define EMU_EFD_ID_UNKNOWN (-3L)     /* emu_ring.efd_id not looked up yet */
 #define EMU_FD_BASE 512             /* the library's own fds go at or above this */
 #define EMU_UDH_MAX_BITS 12         /* user_data hash: at most 4096 chains */
 
@@ -172,7 +173,9 @@ struct bgroup {
 struct emu_ring {
 	_Atomic int refs;
 	int fd;                        /* the ring fd: an eventfd (see DROPIN.md) */
-	long efd_id;                   /* its kernel id (fdinfo), -1 if unknown */
+	long efd_id;                   /* its kernel id (fdinfo), -1 if it cannot be told,
+					* EMU_EFD_ID_UNKNOWN until first needed */
+	_Atomic int aliased;           /* emu_alias() gave it another fd number too */
 	int ifd;                       /* our own dup of it: what the library uses */
 	unsigned flags, features;
 	unsigned sq_entries, cq_entries;
@@ -217,7 +220,7 @@ struct emu_ring {
 	/* workers */
 	pthread_cond_t wq_cond;
 	struct ureq *wq_head, *wq_tail;
-	unsigned wq_threads, wq_idle, wq_max;
+	unsigned wq_threads, wq_idle, wq_max;  /* wq_max: 0 until emu_wq_max_locked() */
 	/* reactor: it sleeps in pp_fd, an epoll set of its wake-up eventfd, the
 	 * multishot set (ep_fd) and one entry per fd with one-shot waiters (pgt[fd]) */
 	int reactor_on, wake_fd, pp_fd;
@@ -252,6 +255,7 @@ struct emu_ring *emu_find(int fd);
 struct emu_ring *emu_find_checked(int fd);
 struct emu_ring *emu_alias(int fd);
 int emu_setup(unsigned entries, struct io_uring_params *p);
+unsigned emu_wq_max_locked(struct emu_ring *r);
 int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete,
 	      unsigned flags, const void *arg, size_t argsz);
 int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr);

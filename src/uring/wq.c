@@ -56,7 +56,7 @@ void wq_queue(struct ureq *q)
 	rq_push(&r->wq_head, &r->wq_tail, q);
 	if (r->wq_idle) {
 		pthread_cond_signal(&r->wq_cond);
-	} else if (r->wq_threads < r->wq_max) {
+	} else if (r->wq_threads < emu_wq_max_locked(r)) {
 		pthread_t t;
 		pthread_attr_t at;
 		sigset_t all, old;
