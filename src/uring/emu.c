@@ -630,7 +630,9 @@ static void efd_clear_locked(struct emu_ring *r)
 	r->rfd_signalled = 0;
 }
 
-/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR. */
+/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR.
+ * Multishots their set says were woken run here first (as the kernel runs
+ * its task work when the program waits), not only on the reactor thread. */
 static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const sigset_t *mask)
 {
 	if (min > r->cq_entries)
@@ -641,6 +643,8 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 		if (r->aio_inflight)
 			kaio_reap_locked(r, &run);
 		flush_overflow_locked(r);
+		if (r->ms_armed)
+			reactor_mshot_harvest_locked(r, &run);
 		int enough = cq_ready(r) >= min || r->dying;
 		if (!enough && !run) {
 			/* Clear, then look again: a CQE or AIO completion after the
@@ -746,7 +750,7 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 	}
 	int ret = 0;
 	if (flags & IORING_ENTER_GETEVENTS) {
-		if (min_complete || r->ovf_head || r->aio_inflight)
+		if (min_complete || r->ovf_head || r->aio_inflight || r->ms_armed)
 			ret = wait_cq(r, min_complete, deadline, maskp);
 	}
 	if (r->rfd_signalled && !cq_ready(r)) {

@@ -484,6 +484,7 @@ int reactor_mshot_arm_locked(struct ureq *q)
 	r->ms[slot].q = q;
 	q->mshot = 1;
 	q->state = RS_POLL;
+	r->ms_armed++;
 	return 0;
 }
 
@@ -501,6 +502,7 @@ void reactor_mshot_disarm_locked(struct ureq *q)
 	if (!q->mshot)
 		return;
 	q->mshot = 0;
+	r->ms_armed--;
 	if (r->ep_fd >= 0)
 		ms_ctl(r, EPOLL_CTL_DEL, q);    /* may fail: the program closed its fd */
 	if (q->ms_dup)
@@ -515,7 +517,9 @@ void reactor_mshot_disarm_locked(struct ureq *q)
 
 /* Post a CQE (IORING_CQE_F_MORE) for each multishot poll the epoll set says
  * was woken. One that finds the CQ full ends instead, with a final CQE (no
- * F_MORE) that overflows, as the kernel (6.1 and later) does. */
+ * F_MORE) that overflows, as the kernel (6.1 and later) does. A woken
+ * multishot ACCEPT/RECV goes to *run (it accepts or receives until EAGAIN:
+ * exec.c), or, running already, is told to look again (ms_again). */
 void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run)
 {
 	struct epoll_event ev[64];
@@ -527,7 +531,19 @@ void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run)
 		for (int i = 0; i < n; i++) {
 			uint32_t slot = (uint32_t)ev[i].data.u64, gen = (uint32_t)(ev[i].data.u64 >> 32);
 			struct ureq *x = slot < r->ms_cap && r->ms[slot].gen == gen ? r->ms[slot].q : NULL;
-			if (!x || x->state != RS_POLL || !x->mshot)
+			if (!x || !x->mshot)
+				continue;
+			if (x->sqe.opcode != IORING_OP_POLL_ADD) {
+				if (x->state == RS_RUN) {
+					x->ms_again = 1;
+				} else if (x->state == RS_POLL) {
+					x->state = RS_RUN;
+					x->qnext = *run;
+					*run = x;
+				}
+				continue;
+			}
+			if (x->state != RS_POLL)
 				continue;
 			int32_t mask = (int32_t)(ev[i].events & ((uint16_t)x->pevents | POLLERR | POLLHUP | POLLNVAL));
 			if (!mask)

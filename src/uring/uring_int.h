@@ -29,6 +29,14 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* <liburing/io_uring.h> of liburing 2.3 predates these (Linux 6.2 uapi) */
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
+
 /* Highest fd number an emulated ring can have (its eventfd is moved below). */
 #define EMU_MAX_FD 65536
 #define EMU_MAX_ENTRIES 32768u
@@ -91,11 +99,18 @@ struct ureq {
 	 * a TIMEOUT with a completion count is also on r->counted (tnext/tprev) */
 	uint32_t th_idx;
 	struct ureq *tnext, *tprev;
-	/* multishot POLL_ADD: armed in the reactor's epoll set (mshot), by ms_fd
-	 * (q->fd, or our dup of it when that file is in the set already: ms_dup) */
-	uint8_t mshot, ms_dup;
+	/* multishot POLL_ADD, ACCEPT, RECV, RECVMSG: armed in the reactor's epoll
+	 * set (mshot), by ms_fd (q->fd, or our dup of it when that file is in the
+	 * set already: ms_dup). An ACCEPT/RECV the set woke runs (RS_RUN) until
+	 * the file says EAGAIN; woken again meanwhile: ms_again; cancelled
+	 * meanwhile: ms_end (the result it ends with) */
+	uint8_t mshot, ms_dup, ms_again;
 	int ms_fd;
 	uint32_t ms_slot;
+	int32_t ms_end;
+	/* SEND_ZC, SENDMSG_ZC past the point where the kernel allocates the
+	 * notification: its CQE has F_MORE and a NOTIF CQE follows */
+	uint8_t zc_notif;
 	/* buffer selection */
 	uint8_t has_buf, buf_ring;
 	uint16_t bid, bgid;
@@ -236,6 +251,7 @@ struct emu_ring {
 	struct msslot { struct ureq *q; uint32_t gen, next_free; } *ms;
 	unsigned ms_cap, ms_free;      /* ms_free: index + 1 of a free slot, 0 none */
 	int ms_harvest;                /* armed or re-armed inline: harvest before the submit returns */
+	unsigned ms_armed;             /* requests in the set: a waiter harvests too */
 	/* kernel AIO for O_DIRECT */
 	int aio_state;                 /* 0 untried, 1 on, -1 unavailable */
 	aio_context_t aio_ctx;
