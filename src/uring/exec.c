@@ -1291,7 +1291,8 @@ static int32_t recv_try(struct ureq *q, uint32_t *cf, int *last)
  * wake it (reactor_mshot_harvest_locked puts it back on a run list). It ends
  * (its result is the final CQE, posted by the caller's completion) on an
  * error, end of file, a cancel (ms_end), or a result that finds the CQ full
- * (that one is the final CQE, overflowed, as the kernel).
+ * (that one is the final CQE, overflowed, as the kernel). While it runs it
+ * counts in r->ms_running (until it waits again, or its final CQE is posted).
  */
 static int32_t op_multishot(struct ureq *q, ms_try_fn try1, struct ureq **run)
 {
@@ -1315,8 +1316,10 @@ static int32_t op_multishot(struct ureq *q, ms_try_fn try1, struct ureq **run)
 		pthread_mutex_lock(&r->lock);
 		q->pevents = POLLIN;
 		e = reactor_mshot_arm_locked(q);
-		if (!e && !poll_first)
+		if (!e && !poll_first) {
 			q->state = RS_RUN;
+			reactor_mshot_run_locked(q, 1);
+		}
 		pthread_mutex_unlock(&r->lock);
 		if (e)
 			return e == -EPERM ? -ENOTSOCK : e;   /* a regular file */
@@ -1337,6 +1340,7 @@ static int32_t op_multishot(struct ureq *q, ms_try_fn try1, struct ureq **run)
 				continue;
 			} else {
 				q->state = RS_POLL;
+				reactor_mshot_run_locked(q, 0);
 				pthread_mutex_unlock(&r->lock);
 				return Q_QUEUED;
 			}

@@ -484,7 +484,7 @@ int reactor_mshot_arm_locked(struct ureq *q)
 	r->ms[slot].q = q;
 	q->mshot = 1;
 	q->state = RS_POLL;
-	r->ms_armed++;
+	__atomic_store_n(&r->ms_armed, r->ms_armed + 1, __ATOMIC_RELAXED);   /* read unlocked: api.c */
 	return 0;
 }
 
@@ -502,7 +502,8 @@ void reactor_mshot_disarm_locked(struct ureq *q)
 	if (!q->mshot)
 		return;
 	q->mshot = 0;
-	r->ms_armed--;
+	__atomic_store_n(&r->ms_armed, r->ms_armed - 1, __ATOMIC_RELAXED);
+	reactor_mshot_run_locked(q, 0);      /* its final CQE is posted */
 	if (r->ep_fd >= 0)
 		ms_ctl(r, EPOLL_CTL_DEL, q);    /* may fail: the program closed its fd */
 	if (q->ms_dup)
@@ -513,6 +514,20 @@ void reactor_mshot_disarm_locked(struct ureq *q)
 	m->gen++;                           /* events still queued for it are stale */
 	m->next_free = r->ms_free;
 	r->ms_free = q->ms_slot + 1;
+}
+
+/* q (a multishot ACCEPT/RECV) starts (on) or ends a run that posts CQEs:
+ * counted in r->ms_running, whose return to 0 wakes the waiters of ms_cond. */
+void reactor_mshot_run_locked(struct ureq *q, int on)
+{
+	struct emu_ring *r = q->r;
+	if (q->ms_run == !!on)
+		return;
+	q->ms_run = !!on;
+	if (on)
+		r->ms_running++;
+	else if (!--r->ms_running)
+		pthread_cond_broadcast(&r->ms_cond);
 }
 
 /* Post a CQE (IORING_CQE_F_MORE) for each multishot poll the epoll set says
@@ -538,6 +553,7 @@ void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run)
 					x->ms_again = 1;
 				} else if (x->state == RS_POLL) {
 					x->state = RS_RUN;
+					reactor_mshot_run_locked(x, 1);
 					x->qnext = *run;
 					*run = x;
 				}

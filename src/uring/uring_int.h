@@ -104,7 +104,7 @@ struct ureq {
 	 * set already: ms_dup). An ACCEPT/RECV the set woke runs (RS_RUN) until
 	 * the file says EAGAIN; woken again meanwhile: ms_again; cancelled
 	 * meanwhile: ms_end (the result it ends with) */
-	uint8_t mshot, ms_dup, ms_again;
+	uint8_t mshot, ms_dup, ms_again, ms_run;   /* ms_run: counted in r->ms_running */
 	int ms_fd;
 	uint32_t ms_slot;
 	int32_t ms_end;
@@ -252,6 +252,10 @@ struct emu_ring {
 	unsigned ms_cap, ms_free;      /* ms_free: index + 1 of a free slot, 0 none */
 	int ms_harvest;                /* armed or re-armed inline: harvest before the submit returns */
 	unsigned ms_armed;             /* requests in the set: a waiter harvests too */
+	unsigned ms_running;           /* ACCEPT/RECV multishots woken and not done with it: a
+					* waiter that has its CQEs waits for them (ms_cond), as the
+					* kernel's wait runs its task work to the end */
+	pthread_cond_t ms_cond;
 	/* kernel AIO for O_DIRECT */
 	int aio_state;                 /* 0 untried, 1 on, -1 unavailable */
 	aio_context_t aio_ctx;
@@ -280,6 +284,7 @@ int emu_close(struct emu_ring *r);
 void emu_put(struct emu_ring *r);
 void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int async);
 void emu_signal_efd(struct emu_ring *r);
+void emu_mshot_run(struct emu_ring *r);
 int emu_cq_full_locked(struct emu_ring *r);
 int emu_forced(void);
 int emu_fd_high(int fd);
@@ -332,6 +337,7 @@ int reactor_mshot_arm_locked(struct ureq *q);
 int reactor_mshot_rearm_locked(struct ureq *q);
 void reactor_mshot_disarm_locked(struct ureq *q);
 void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run);
+void reactor_mshot_run_locked(struct ureq *q, int on);
 int timeouts_count_locked(struct emu_ring *r, struct ureq **run);
 int kts_to_deadline(const struct __kernel_timespec *ts, unsigned flags, uint64_t *out);
 
