@@ -38,8 +38,9 @@
  *
  * Invariants (a failure returns 1 with fzu_why set; the target aborts):
  * every submitted SQE gets exactly one CQE without IORING_CQE_F_MORE (a multishot POLL_ADD
- * may have CQEs with F_MORE before it; at most one when it or its chain
- * asked for CQE_SKIP_SUCCESS), no CQE for an unknown user_data, MSG_RING and
+ * or ACCEPT may have CQEs with F_MORE before it; at most one when it or its chain
+ * asked for CQE_SKIP_SUCCESS; a zero-copy send's result may have F_MORE, and then exactly one
+ * IORING_CQE_F_NOTIF CQE follows it), no CQE for an unknown user_data, MSG_RING and
  * tag CQEs exactly as announced, the members of a link chain complete in order
  * and after a failed IO_LINK member the rest fail, a successful IO_DRAIN
  * request completes after everything submitted before it and before anything
@@ -96,6 +97,7 @@ struct fzu_sqe {
 	int32_t res;
 	uint32_t cqes, order;
 	uint32_t msg_cqes;                   /* MSG_RING: CQEs posted with FZU_MSG_BASE + index */
+	uint8_t zc_more, zc_notifs;          /* SEND_ZC/SENDMSG_ZC: result with F_MORE, notifications */
 };
 
 struct fzu {
@@ -737,6 +739,17 @@ static void fzu_fill(struct fzu *z, struct io_uring_sqe *s, unsigned i, struct f
 
 /* ---- completions ---- */
 
+/* fd, returned by SQE ud, is the ring's to close at the end. */
+static int fzu_opened(struct fzu *z, const struct fzu_sqe *q, uint64_t ud, int fd)
+{
+	if (fd >= FZU_MAXFD)
+		FZU_BAD("SQE %llu (op %u) opened fd %d, too high for the harness", (unsigned long long)ud, q->op, fd);
+	if (z->opened[fd]++)
+		FZU_BAD("SQE %llu (op %u) returned fd %d, which was open already", (unsigned long long)ud, q->op, fd);
+	z->last_open = fd;
+	return 0;
+}
+
 static int fzu_cqe(struct fzu *z, const struct io_uring_cqe *c)
 {
 	uint64_t ud = c->user_data;
@@ -760,14 +773,26 @@ static int fzu_cqe(struct fzu *z, const struct io_uring_cqe *c)
 	if (ud == 0 || ud > z->nq)
 		FZU_BAD("a CQE for user_data %llu, never submitted", (unsigned long long)ud);
 	struct fzu_sqe *q = &z->q[ud - 1];
-	if (c->flags & IORING_CQE_F_MORE) {
-		/* a wake-up of a multishot poll: not its completion, a final CQE without F_MORE follows */
-		if (q->op != IORING_OP_POLL_ADD || q->cqes)
+	int zc = q->op == IORING_OP_SEND_ZC || q->op == IORING_OP_SENDMSG_ZC;
+	if (c->flags & IORING_CQE_F_NOTIF) {
+		/* a zero-copy send's notification: once, after a result CQE that announced it */
+		if (!zc || !q->zc_more || q->zc_notifs++)
+			FZU_BAD("SQE %llu (op %u) got an unannounced notification CQE", (unsigned long long)ud, q->op);
+		return 0;
+	}
+	if ((c->flags & IORING_CQE_F_MORE) && !zc) {
+		/* a wake-up of a multishot poll, a connection of a multishot accept: not its
+		 * completion, a final CQE without F_MORE follows */
+		if ((q->op != IORING_OP_POLL_ADD && q->op != IORING_OP_ACCEPT) || q->cqes)
 			FZU_BAD("SQE %llu (op %u) got a CQE with F_MORE (res %d)", (unsigned long long)ud, q->op, c->res);
 		if (ud > z->placed_done)
 			FZU_BAD("SQE %llu completed before it was submitted", (unsigned long long)ud);
+		if (q->op == IORING_OP_ACCEPT && c->res >= 0 && !q->direct)
+			return fzu_opened(z, q, ud, c->res);
 		return 0;
 	}
+	if (zc && (c->flags & IORING_CQE_F_MORE))
+		q->zc_more = 1;
 	if (++q->cqes > 1)
 		FZU_BAD("SQE %llu (op %u flags %#x) got a second CQE (res %d)", (unsigned long long)ud, q->op, q->flags, c->res);
 	if (ud > z->placed_done)
@@ -779,13 +804,8 @@ static int fzu_cqe(struct fzu *z, const struct io_uring_cqe *c)
 		z->opened[q->fd]++;              /* not closed (cancelled): still ours */
 	/* fds the ring opened: the harness closes them at the end */
 	if (c->res >= 0 && !q->direct && (q->op == IORING_OP_OPENAT || q->op == IORING_OP_OPENAT2 ||
-					  q->op == IORING_OP_SOCKET || q->op == IORING_OP_ACCEPT)) {
-		if (c->res >= FZU_MAXFD)
-			FZU_BAD("SQE %llu (op %u) opened fd %d, too high for the harness", (unsigned long long)ud, q->op, c->res);
-		if (z->opened[c->res]++)
-			FZU_BAD("SQE %llu (op %u) returned fd %d, which was open already", (unsigned long long)ud, q->op, c->res);
-		z->last_open = c->res;
-	}
+					  q->op == IORING_OP_SOCKET || q->op == IORING_OP_ACCEPT))
+		return fzu_opened(z, q, ud, c->res);
 	return 0;
 }
 
@@ -1108,6 +1128,9 @@ static int fzu_drain_all(struct fzu *z)
 		if (!z->q[i].cqes && !z->q[i].skip_ok && !(z->q[i].flags & IOSQE_CQE_SKIP_SUCCESS))
 			FZU_BAD("SQE %u (op %u flags %#x) never completed, even after cancels of all (3 s)",
 				i + 1, z->q[i].op, z->q[i].flags);
+	for (unsigned i = 0; i < z->placed_done; i++)
+		if (z->q[i].zc_more != z->q[i].zc_notifs)
+			FZU_BAD("SQE %u (op %u): its result announced a notification that never came", i + 1, z->q[i].op);
 	return 0;
 }
 

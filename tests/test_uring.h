@@ -21,6 +21,9 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include "../src/common/noring.h"
 
@@ -165,6 +168,70 @@ static inline const struct io_uring_cqe *tu_find(const struct io_uring_cqe *c, u
 			return &c[i];
 	FAIL("no CQE with user_data %llu", (unsigned long long)ud);
 	return NULL;
+}
+
+/* A TCP listener on 127.0.0.1, an ephemeral port (its address into *a), O_NONBLOCK as asked. */
+static inline int tu_listener(int nonblock, struct sockaddr_in *a)
+{
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+	CHECK(l >= 0);
+	memset(a, 0, sizeof *a);
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t al = sizeof *a;
+	CHECK_EQ(bind(l, (struct sockaddr *)a, sizeof *a), 0);
+	CHECK_EQ(getsockname(l, (struct sockaddr *)a, &al), 0);
+	CHECK_EQ(listen(l, 16), 0);
+	return l;
+}
+
+/* A client connected to a (the connection waits in the listener's backlog). */
+static inline int tu_connect(const struct sockaddr_in *a)
+{
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(c >= 0);
+	CHECK_EQ(connect(c, (const struct sockaddr *)a, sizeof *a), 0);
+	return c;
+}
+
+/* The next SQE (there must be one). */
+static inline struct io_uring_sqe *tu_sqe(struct io_uring *ring)
+{
+	struct io_uring_sqe *s = io_uring_get_sqe(ring);
+	CHECK(s);
+	return s;
+}
+
+/* A ring of 2 SQEs and a 2-entry CQ (IORING_SETUP_CQSIZE): two CQEs fill it. */
+static inline void tu_small_cq_ring(struct io_uring *ring)
+{
+	struct io_uring_params par;
+	memset(&par, 0, sizeof par);
+	par.flags = IORING_SETUP_CQSIZE;
+	par.cq_entries = 2;
+	CHECK_EQ(io_uring_queue_init_params(2, ring, &par), 0);
+}
+
+/* Submit n NOPs (user_data ud): they fill a CQ of n entries. */
+static inline void tu_fill_cq(struct io_uring *ring, unsigned n, uint64_t ud)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct io_uring_sqe *s = io_uring_get_sqe(ring);
+		CHECK(s);
+		io_uring_prep_nop(s);
+		s->user_data = ud;
+	}
+	CHECK_EQ(io_uring_submit(ring), n);
+}
+
+/* Wait (5 s at most) until the overflow flag shows: a CQE went to the overflow list. */
+static inline void tu_wait_overflow(struct io_uring *ring)
+{
+	for (int i = 0; !(IO_URING_READ_ONCE(*ring->sq.kflags) & IORING_SQ_CQ_OVERFLOW); i++) {
+		if (i == 5000)
+			FAIL("no CQE overflowed in 5 s");
+		usleep(1000);
+	}
 }
 
 #endif

@@ -394,6 +394,15 @@ struct getcqe {
 	int has_ts;
 };
 
+/* An emulated ring with multishots armed: run those woken before the CQ is
+ * looked at (emu_mshot_run), as the kernel's task work would have run. */
+static void mshot_run(struct io_uring *ring)
+{
+	struct emu_ring *r = emu_find(ring->ring_fd);
+	if (r && __atomic_load_n(&r->ms_armed, __ATOMIC_RELAXED))
+		emu_mshot_run(r);
+}
+
 /*
  * The one loop behind every wait: peek; if the CQE (or wait_nr of them) is
  * not there, or SQEs are to be submitted, or overflowed CQEs must be flushed,
@@ -403,6 +412,7 @@ struct getcqe {
 static int get_cqe(struct io_uring *ring, struct io_uring_cqe **cqe_ptr, struct getcqe *d)
 {
 	int waited = 0;
+	mshot_run(ring);
 	for (;;) {
 		struct io_uring_cqe *cqe = NULL;
 		unsigned avail = 0;
@@ -518,6 +528,7 @@ EXPORT int io_uring_submit_and_wait_timeout(struct io_uring *ring, struct io_uri
 EXPORT unsigned io_uring_peek_batch_cqe(struct io_uring *ring, struct io_uring_cqe **cqes, unsigned count)
 {
 	int shift = (ring->flags & IORING_SETUP_CQE32) ? 1 : 0;
+	mshot_run(ring);
 	for (int pass = 0; pass < 2; pass++) {
 		unsigned ready = io_uring_cq_ready(ring);
 		if (ready) {

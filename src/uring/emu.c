@@ -271,6 +271,7 @@ static void emu_free(struct emu_ring *r)
 	pthread_cond_destroy(&r->wq_cond);
 	pthread_cond_destroy(&r->sqp_cond);
 	pthread_cond_destroy(&r->sqspace_cond);
+	pthread_cond_destroy(&r->ms_cond);
 	free(r);
 }
 
@@ -374,6 +375,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	pthread_cond_init(&r->wq_cond, NULL);
 	pthread_cond_init(&r->sqp_cond, NULL);
 	pthread_cond_init(&r->sqspace_cond, NULL);
+	pthread_cond_init(&r->ms_cond, NULL);
 	r->flags = p.flags;
 	r->features = EMU_FEATURES;
 	r->sq_entries = sq;
@@ -630,7 +632,54 @@ static void efd_clear_locked(struct emu_ring *r)
 	r->rfd_signalled = 0;
 }
 
-/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR. */
+/* Multishot ACCEPT/RECVs another thread (the reactor) is running post their
+ * CQEs before a wait that has enough returns: the kernel runs a woken
+ * multishot to the end in the waiter's own task work. A run never blocks and
+ * ends by itself (EAGAIN, or at the latest when its CQEs fill the CQ nobody
+ * reaps meanwhile); the wait is bounded all the same, by the wait's deadline
+ * and 1 s (a 20 ms bound was not enough with the machine loaded: liburing's
+ * recv-multishot saw a run cut short). Ring lock held. */
+static void ms_settle_locked(struct emu_ring *r, uint64_t deadline)
+{
+	uint64_t until = now_ns() + 1000000000ull;
+	if (deadline && deadline < until)
+		until = deadline;
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	uint64_t now = now_ns();
+	if (until <= now)
+		return;
+	uint64_t abs = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec + (until - now);
+	struct timespec ts = { (time_t)(abs / 1000000000ull), (long)(abs % 1000000000ull) };
+	while (r->ms_running && !r->dying)
+		if (pthread_cond_timedwait(&r->ms_cond, &r->lock, &ts) == ETIMEDOUT)
+			break;
+}
+
+/* Run what the multishot set says was woken, here, and let the runs other
+ * threads have started post their CQEs (ms_settle_locked): what the CQ holds
+ * when a look at it returns is what the kernel's ring would hold, whose task
+ * work runs on the way back from the program's last system call (the
+ * reactor may not have been scheduled since). The peek and wait paths of
+ * api.c call it while multishots are armed. */
+void emu_mshot_run(struct emu_ring *r)
+{
+	for (;;) {
+		struct ureq *run = NULL;
+		pthread_mutex_lock(&r->lock);
+		reactor_mshot_harvest_locked(r, &run);
+		if (!run && r->ms_running && !r->dying)
+			ms_settle_locked(r, 0);
+		pthread_mutex_unlock(&r->lock);
+		if (!run)
+			return;
+		exec_issue_list(run, CTX_INLINE);
+	}
+}
+
+/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR.
+ * Multishots their set says were woken run here first (as the kernel runs
+ * its task work when the program waits), not only on the reactor thread. */
 static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const sigset_t *mask)
 {
 	if (min > r->cq_entries)
@@ -641,6 +690,8 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 		if (r->aio_inflight)
 			kaio_reap_locked(r, &run);
 		flush_overflow_locked(r);
+		if (r->ms_armed)
+			reactor_mshot_harvest_locked(r, &run);
 		int enough = cq_ready(r) >= min || r->dying;
 		if (!enough && !run) {
 			/* Clear, then look again: a CQE or AIO completion after the
@@ -650,6 +701,8 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 				kaio_reap_locked(r, &run);
 			enough = cq_ready(r) >= min;
 		}
+		if (enough && !run && r->ms_running && !r->dying)
+			ms_settle_locked(r, deadline);
 		pthread_mutex_unlock(&r->lock);
 		if (run) {
 			exec_issue_list(run, CTX_INLINE);
@@ -746,7 +799,7 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 	}
 	int ret = 0;
 	if (flags & IORING_ENTER_GETEVENTS) {
-		if (min_complete || r->ovf_head || r->aio_inflight)
+		if (min_complete || r->ovf_head || r->aio_inflight || __atomic_load_n(&r->ms_armed, __ATOMIC_RELAXED))
 			ret = wait_cq(r, min_complete, deadline, maskp);
 	}
 	if (r->rfd_signalled && !cq_ready(r)) {

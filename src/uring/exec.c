@@ -67,7 +67,9 @@ static const uint8_t op_where[IORING_OP_LAST] = {
 	[IORING_OP_FSETXATTR] = W_WORKER, [IORING_OP_SETXATTR] = W_WORKER,
 	[IORING_OP_FGETXATTR] = W_WORKER, [IORING_OP_GETXATTR] = W_WORKER,
 	[IORING_OP_SOCKET] = W_INLINE,
-	/* URING_CMD, SEND_ZC, SENDMSG_ZC: not emulated (DROPIN.md). */
+	/* SEND_ZC, SENDMSG_ZC: copied as SEND, SENDMSG are, with the kernel's two CQEs */
+	[IORING_OP_SEND_ZC] = W_INLINE, [IORING_OP_SENDMSG_ZC] = W_INLINE,
+	/* URING_CMD: not emulated (DROPIN.md). */
 };
 
 int exec_supported(unsigned op)
@@ -310,6 +312,33 @@ static int is_write(unsigned op)
 	return op == IORING_OP_WRITE || op == IORING_OP_WRITEV || op == IORING_OP_WRITE_FIXED;
 }
 
+/* SEND_ZC, SENDMSG_ZC, checked in the kernel's order: what fails before it
+ * allocates the notification has one CQE, what fails after it two (F_MORE,
+ * then NOTIF), as a send does. The destination of a SEND_ZC (addr2,
+ * addr_len) is copied now, as the kernel does. */
+static int prep_zc(struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	if (s->addr3)
+		return -EINVAL;
+	if (s->flags & IOSQE_CQE_SKIP_SUCCESS)
+		return -EINVAL;
+	q->zc_notif = 1;
+	if (s->ioprio & ~(IORING_RECVSEND_POLL_FIRST | IORING_RECVSEND_FIXED_BUF | IORING_SEND_ZC_REPORT_USAGE))
+		return -EINVAL;
+	if (s->opcode == IORING_OP_SENDMSG_ZC)
+		return (s->ioprio & IORING_RECVSEND_FIXED_BUF) ? -EINVAL : 0;
+	if (s->addr2 && s->addr_len) {
+		if (s->addr_len > sizeof(struct sockaddr_storage))
+			return -EINVAL;
+		if (!(q->p1 = malloc(s->addr_len)))
+			return -ENOMEM;
+		if (ucopy(q->p1, (void *)(uintptr_t)s->addr2, s->addr_len) < 0)
+			return -EFAULT;
+	}
+	return 0;
+}
+
 static int prep(struct emu_ring *r, struct ureq *q)
 {
 	struct io_uring_sqe *s = &q->sqe;
@@ -331,7 +360,8 @@ static int prep(struct emu_ring *r, struct ureq *q)
 		if (cls > 3 || ((cls == 1 || cls == 2) && lvl >= 8))
 			return -EINVAL;
 	} else if (s->ioprio && op != IORING_OP_NOP && op != IORING_OP_SEND && op != IORING_OP_RECV &&
-		   op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG && op != IORING_OP_ACCEPT) {
+		   op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG && op != IORING_OP_ACCEPT &&
+		   op != IORING_OP_SEND_ZC && op != IORING_OP_SENDMSG_ZC) {
 		return -EINVAL;
 	}
 	if ((s->flags & IOSQE_FIXED_FILE) && !r->files &&
@@ -389,16 +419,29 @@ static int prep(struct emu_ring *r, struct ureq *q)
 	case IORING_OP_FGETXATTR:
 		return ustrdup((void *)(uintptr_t)s->addr, &q->p1);
 	case IORING_OP_ACCEPT:
-		if (s->ioprio)
-			return -EINVAL;                /* multishot accept: not emulated */
+		if (s->ioprio & ~IORING_ACCEPT_MULTISHOT)
+			return -EINVAL;
+		/* a multishot accept into the registered table allocates each slot */
+		if ((s->ioprio & IORING_ACCEPT_MULTISHOT) && s->file_index && s->file_index != IORING_FILE_INDEX_ALLOC)
+			return -EINVAL;
 		return 0;
 	case IORING_OP_RECV:
-	case IORING_OP_SEND:
 	case IORING_OP_RECVMSG:
+		if (s->ioprio & ~(IORING_RECVSEND_POLL_FIRST | IORING_RECV_MULTISHOT))
+			return -EINVAL;
+		/* multishot: each chunk in a buffer of its own, WAITALL meaningless */
+		if ((s->ioprio & IORING_RECV_MULTISHOT) &&
+		    (!(s->flags & IOSQE_BUFFER_SELECT) || (s->msg_flags & MSG_WAITALL)))
+			return -EINVAL;
+		return 0;
+	case IORING_OP_SEND:
 	case IORING_OP_SENDMSG:
 		if (s->ioprio & ~IORING_RECVSEND_POLL_FIRST)
-			return -EINVAL;                /* multishot receive: not emulated */
+			return -EINVAL;
 		return 0;
+	case IORING_OP_SEND_ZC:
+	case IORING_OP_SENDMSG_ZC:
+		return prep_zc(q);
 	case IORING_OP_POLL_ADD:
 		if (s->len & ~IORING_POLL_ADD_MULTI)
 			return -EINVAL;                /* IORING_POLL_ADD_LEVEL: not emulated */
@@ -762,9 +805,25 @@ static int rw_carry(struct ureq *q, uint32_t done)
 	return e < 0 ? e : rw_advance(q, done);
 }
 
-static int32_t op_rw(struct ureq *q, int ctx)
+/* addr..addr+len of q lies in its registered buffer buf_index: 0, else -EFAULT. */
+static int fixed_range(struct ureq *q)
 {
 	struct emu_ring *r = q->r;
+	struct io_uring_sqe *s = &q->sqe;
+	pthread_mutex_lock(&r->lock);
+	int ok = s->buf_index < r->nbufs;
+	struct iovec b = ok ? r->bufs[s->buf_index] : (struct iovec){ 0, 0 };
+	pthread_mutex_unlock(&r->lock);
+	if (!ok)
+		return -EFAULT;
+	uint64_t lo = (uintptr_t)b.iov_base, hi = lo + b.iov_len;
+	if (!b.iov_base || s->addr < lo || s->addr + s->len > hi || s->addr + s->len < s->addr)
+		return -EFAULT;
+	return 0;
+}
+
+static int32_t op_rw(struct ureq *q, int ctx)
+{
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned op = s->opcode;
 	int wr = is_write(op);
@@ -773,15 +832,8 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		return e;
 	if (op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED) {
 		if (!q->iov) {
-			pthread_mutex_lock(&r->lock);
-			int ok = s->buf_index < r->nbufs;
-			struct iovec b = ok ? r->bufs[s->buf_index] : (struct iovec){ 0, 0 };
-			pthread_mutex_unlock(&r->lock);
-			if (!ok)
-				return -EFAULT;
-			uint64_t lo = (uintptr_t)b.iov_base, hi = lo + b.iov_len;
-			if (!b.iov_base || s->addr < lo || s->addr + s->len > hi || s->addr + s->len < s->addr)
-				return -EFAULT;
+			if ((e = fixed_range(q)) < 0)
+				return e;
 			q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)s->addr, s->len };
 			q->iov = q->iov_in;
 			q->niov = 1;
@@ -931,8 +983,13 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 	int e = req_file(q);
 	if (e)
 		return e;
-	int is_send = op == IORING_OP_SEND || op == IORING_OP_SENDMSG;
-	int msg = op == IORING_OP_SENDMSG || op == IORING_OP_RECVMSG;
+	int is_send = op == IORING_OP_SEND || op == IORING_OP_SENDMSG || op == IORING_OP_SEND_ZC ||
+		      op == IORING_OP_SENDMSG_ZC;
+	int msg = op == IORING_OP_SENDMSG || op == IORING_OP_RECVMSG || op == IORING_OP_SENDMSG_ZC;
+	/* a SEND_ZC from a registered buffer: the memory is the program's own */
+	if (op == IORING_OP_SEND_ZC && (s->ioprio & IORING_RECVSEND_FIXED_BUF) && !q->done &&
+	    (e = fixed_range(q)) < 0)
+		return e;
 	int flags = (int)s->msg_flags;
 	if ((s->flags & IOSQE_BUFFER_SELECT) && !q->has_buf) {
 		uint32_t want = s->len;
@@ -982,7 +1039,10 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 		/* integer sums: the application's address may be NULL (no pointer arithmetic on it) */
 		void *buf = (void *)(uintptr_t)(q->has_buf ? q->baddr : s->addr + q->done);
 		size_t len = q->has_buf ? q->blen : s->len - q->done;
-		n = is_send ? send(q->fd, buf, len, mf) : recv(q->fd, buf, len, mf);
+		if (q->p1)        /* SEND_ZC to the address copied at submission */
+			n = sendto(q->fd, buf, len, mf, (struct sockaddr *)q->p1, s->addr_len);
+		else
+			n = is_send ? send(q->fd, buf, len, mf) : recv(q->fd, buf, len, mf);
 	}
 	if (n < 0) {
 		if (errno != EAGAIN || ctx == CTX_WORKER || (flags & MSG_DONTWAIT))
@@ -1110,16 +1170,27 @@ static int install_direct(struct ureq *q, int fd)
 	return install_file(q->r, q->sqe.file_index, fd, NULL);
 }
 
-static int32_t op_accept(struct ureq *q, int ctx)
+/* 0: fd is a listening socket; -EINVAL: a socket that does not listen (the
+ * kernel's accept fails at once, it never waits); -ENOTSOCK: not a socket. */
+static int listening(int fd)
+{
+	int on = 0;
+	socklen_t l = sizeof(on);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &l) < 0)
+		return -errno;
+	return on ? 0 : -EINVAL;
+}
+
+/* One accept: the new fd (or its registered slot), -EAGAIN when none waits
+ * (outside a worker: a blocking listener is only accepted from when poll says
+ * a connection waits, so the thread never blocks), or -errno. */
+static int32_t accept_now(struct ureq *q, int ctx)
 {
 	struct io_uring_sqe *s = &q->sqe;
-	int e = req_file(q);
-	if (e)
-		return e;
-	/* A blocking listener is only accepted from when poll says a connection waits. */
-	if (ctx != CTX_WORKER && !q->fe.nonblock &&
-	    ((ctx == CTX_INLINE && (s->flags & IOSQE_ASYNC)) || !ready_now(q->fd, POLLIN)))
-		return exec_wait_ready(q, POLLIN);
+	if (ctx != CTX_WORKER && !q->fe.nonblock && !ready_now(q->fd, POLLIN)) {
+		int e = listening(q->fd);
+		return e ? e : -EAGAIN;
+	}
 	int flags = (int)s->accept_flags;
 	if (s->file_index)
 		flags |= SOCK_CLOEXEC;
@@ -1127,12 +1198,165 @@ static int32_t op_accept(struct ureq *q, int ctx)
 	 * first), and the application's addrlen pointer must give -EFAULT, not a crash */
 	int fd = (int)syscall(SYS_accept4, q->fd, (struct sockaddr *)(uintptr_t)s->addr,
 			      (socklen_t *)(uintptr_t)s->addr2, flags);
-	if (fd < 0) {
-		if (errno == EAGAIN && ctx != CTX_WORKER)
-			return exec_wait_ready(q, POLLIN);   /* O_NONBLOCK too: the kernel polls */
+	if (fd < 0)
 		return -errno;
-	}
 	return s->file_index ? install_direct(q, fd) : fd;
+}
+
+static int32_t op_accept(struct ureq *q, int ctx)
+{
+	int e = req_file(q);
+	if (e)
+		return e;
+	if (ctx == CTX_INLINE && (q->sqe.flags & IOSQE_ASYNC) && !q->fe.nonblock)
+		return (e = listening(q->fd)) ? e : exec_wait_ready(q, POLLIN);
+	int32_t res = accept_now(q, ctx);
+	if (res == -EAGAIN && ctx != CTX_WORKER)
+		return exec_wait_ready(q, POLLIN);   /* O_NONBLOCK too: the kernel polls */
+	return res;
+}
+
+/* ---- multishot ACCEPT, RECV, RECVMSG ---- */
+
+/* One try of a multishot without waiting: a result for a CQE (*cf: its flags;
+ * *last: it ends the request), or -EAGAIN: nothing now (no buffer kept). */
+typedef int32_t (*ms_try_fn)(struct ureq *q, uint32_t *cf, int *last);
+
+static int32_t accept_try(struct ureq *q, uint32_t *cf, int *last)
+{
+	(void)cf;
+	(void)last;
+	return accept_now(q, CTX_INLINE);
+}
+
+/* A selected buffer goes back unused. */
+static int32_t buf_give_back(struct ureq *q, int32_t res)
+{
+	pthread_mutex_lock(&q->r->lock);
+	exec_buf_recycle_locked(q);
+	pthread_mutex_unlock(&q->r->lock);
+	return res;
+}
+
+/* A chunk into a buffer of its own. RECVMSG lays the buffer out as the
+ * kernel does (struct io_uring_recvmsg_out, the name and control areas the
+ * msghdr's lengths reserve, then the payload) and its result counts all of
+ * it; end of file is res 0 without a buffer (RECV), the header alone with
+ * payloadlen 0 (RECVMSG). */
+static int32_t recv_try(struct ureq *q, uint32_t *cf, int *last)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	int msg = s->opcode == IORING_OP_RECVMSG;
+	int flags = (int)s->msg_flags | MSG_DONTWAIT;
+	size_t out = sizeof(struct io_uring_recvmsg_out);
+	size_t hdr = msg ? out + q->msg.msg_namelen + q->msg.msg_controllen : 0;
+	int e = select_buf(q, msg ? 0 : s->len);
+	if (e < 0)
+		return e;
+	uintptr_t b = (uintptr_t)q->baddr;
+	ssize_t n;
+	struct msghdr m;
+	struct iovec v;
+	if (msg) {
+		if (q->blen < hdr)
+			return buf_give_back(q, -EFAULT);
+		v = (struct iovec){ (void *)(b + hdr), q->blen - hdr };
+		m = (struct msghdr){ .msg_name = q->msg.msg_namelen ? (void *)(b + out) : NULL,
+				     .msg_namelen = q->msg.msg_namelen, .msg_iov = &v, .msg_iovlen = 1,
+				     .msg_control = q->msg.msg_controllen ? (void *)(b + out + q->msg.msg_namelen) : NULL,
+				     .msg_controllen = q->msg.msg_controllen };
+		n = recvmsg(q->fd, &m, flags);
+	} else {
+		n = recv(q->fd, (void *)b, q->blen, flags);
+	}
+	if (n < 0)
+		return buf_give_back(q, -errno);
+	*last = n == 0;
+	if (!msg && !n)
+		return buf_give_back(q, 0);
+	*cf = IORING_CQE_F_BUFFER | ((uint32_t)q->bid << IORING_CQE_BUFFER_SHIFT);
+	if (!msg)
+		return (int32_t)n;
+	struct io_uring_recvmsg_out o = { m.msg_namelen, (uint32_t)m.msg_controllen, (uint32_t)n,
+					  (uint32_t)m.msg_flags };
+	if (uwrite((void *)b, &o, sizeof(o)) < 0)
+		return buf_give_back(q, -EFAULT);
+	return (int32_t)(hdr + ((size_t)n < v.iov_len ? (size_t)n : v.iov_len));
+}
+
+/*
+ * A multishot ACCEPT or RECV(MSG): armed in the reactor's multishot set at
+ * its first issue, it tries until the file says EAGAIN, posting a CQE with
+ * IORING_CQE_F_MORE per result, then waits there (RS_POLL) for the set to
+ * wake it (reactor_mshot_harvest_locked puts it back on a run list). It ends
+ * (its result is the final CQE, posted by the caller's completion) on an
+ * error, end of file, a cancel (ms_end), or a result that finds the CQ full
+ * (that one is the final CQE, overflowed, as the kernel). While it runs it
+ * counts in r->ms_running (until it waits again, or its final CQE is posted).
+ */
+static int32_t op_multishot(struct ureq *q, ms_try_fn try1, struct ureq **run)
+{
+	struct emu_ring *r = q->r;
+	struct io_uring_sqe *s = &q->sqe;
+	if (!q->mshot) {
+		int e = req_file(q);
+		if (e)
+			return e;
+		if (s->opcode == IORING_OP_RECVMSG) {
+			/* what the kernel reads of the msghdr at submission: the lengths it reserves */
+			if (ucopy(&q->msg, (void *)(uintptr_t)s->addr, sizeof(q->msg)) < 0)
+				return -EFAULT;
+			if (q->msg.msg_iovlen > 1)
+				return -EINVAL;
+			if (sizeof(struct io_uring_recvmsg_out) + (uint64_t)q->msg.msg_namelen +
+			    q->msg.msg_controllen > INT_MAX)
+				return -EOVERFLOW;
+		}
+		int poll_first = s->opcode != IORING_OP_ACCEPT && (s->ioprio & IORING_RECVSEND_POLL_FIRST);
+		pthread_mutex_lock(&r->lock);
+		q->pevents = POLLIN;
+		e = reactor_mshot_arm_locked(q);
+		if (!e && !poll_first) {
+			q->state = RS_RUN;
+			reactor_mshot_run_locked(q, 1);
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (e)
+			return e == -EPERM ? -ENOTSOCK : e;   /* a regular file */
+		if (poll_first)
+			return Q_QUEUED;
+	}
+	for (;;) {
+		uint32_t cf = 0;
+		int last = 0;
+		int32_t res = q->ms_end ? -EAGAIN : try1(q, &cf, &last);
+		pthread_mutex_lock(&r->lock);
+		if (res == -EAGAIN) {
+			if (q->ms_end) {
+				res = q->ms_end;
+			} else if (q->ms_again) {
+				q->ms_again = 0;
+				pthread_mutex_unlock(&r->lock);
+				continue;
+			} else {
+				q->state = RS_POLL;
+				reactor_mshot_run_locked(q, 0);
+				pthread_mutex_unlock(&r->lock);
+				return Q_QUEUED;
+			}
+		}
+		if (res < 0 || last || emu_cq_full_locked(r)) {
+			q->cflags = cf;
+			pthread_mutex_unlock(&r->lock);
+			return res;
+		}
+		emu_post(r, s->user_data, res, cf | IORING_CQE_F_MORE, !tls_in_submit);
+		q->has_buf = 0;                 /* the buffer is the program's again */
+		r->ncompleted++;
+		if (r->counted)
+			timeouts_count_locked(r, run);
+		pthread_mutex_unlock(&r->lock);
+	}
 }
 
 static int32_t op_connect(struct ureq *q)
@@ -1519,6 +1743,12 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 	case RS_TIMEOUT:
 		break;
 	case RS_RUN:
+		if (q->mshot && q->sqe.opcode != IORING_OP_POLL_ADD) {
+			/* a multishot accepting or receiving now ends when it next looks */
+			q->ms_end = res;
+			return 0;
+		}
+		return -EALREADY;
 	case RS_AIO:
 		return -EALREADY;
 	default:
@@ -1636,7 +1866,7 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 		return exec_punt(q);
 	if (ctx == CTX_INLINE && (s->flags & IOSQE_ASYNC) && op_where[op] == W_INLINE && !is_rw(op) &&
 	    op != IORING_OP_SEND && op != IORING_OP_RECV && op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG &&
-	    op != IORING_OP_ACCEPT && op != IORING_OP_POLL_ADD && op != IORING_OP_TIMEOUT &&
+	    op != IORING_OP_SEND_ZC && op != IORING_OP_SENDMSG_ZC && op != IORING_OP_ACCEPT && op != IORING_OP_POLL_ADD && op != IORING_OP_TIMEOUT &&
 	    op != IORING_OP_LINK_TIMEOUT && op != IORING_OP_OPENAT && op != IORING_OP_OPENAT2)
 		return exec_punt(q);
 	int e;
@@ -1677,12 +1907,19 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 		return op_poll_add(q, ctx);
 	case IORING_OP_POLL_REMOVE:
 		return op_poll_remove(q, run);
-	case IORING_OP_SENDMSG:
 	case IORING_OP_RECVMSG:
-	case IORING_OP_SEND:
 	case IORING_OP_RECV:
+		if (s->ioprio & IORING_RECV_MULTISHOT)
+			return op_multishot(q, recv_try, run);
+		return op_sendrecv(q, ctx);
+	case IORING_OP_SENDMSG:
+	case IORING_OP_SEND:
+	case IORING_OP_SEND_ZC:
+	case IORING_OP_SENDMSG_ZC:
 		return op_sendrecv(q, ctx);
 	case IORING_OP_ACCEPT:
+		if (s->ioprio & IORING_ACCEPT_MULTISHOT)
+			return op_multishot(q, accept_try, run);
 		return op_accept(q, ctx);
 	case IORING_OP_CONNECT:
 		return op_connect(q);
@@ -1797,7 +2034,8 @@ static int short_transfer(struct ureq *q, int32_t res)
 		}
 		return (uint64_t)res < want;
 	}
-	if ((op == IORING_OP_SEND || op == IORING_OP_RECV) && (q->sqe.msg_flags & MSG_WAITALL))
+	if ((op == IORING_OP_SEND || op == IORING_OP_RECV || op == IORING_OP_SEND_ZC) &&
+	    (q->sqe.msg_flags & MSG_WAITALL))
 		return (uint32_t)res < q->sqe.len;
 	return 0;
 }
@@ -1806,6 +2044,21 @@ static void push_run(struct ureq **run, struct ureq *q)
 {
 	q->qnext = *run;
 	*run = q;
+}
+
+/* q's final CQE. A SEND_ZC's (past its notification's allocation) has F_MORE
+ * and its notification follows at once: the data was copied, the buffer is
+ * free; with IORING_SEND_ZC_REPORT_USAGE the notification says so. */
+static void post_cqe(struct emu_ring *r, struct ureq *q, int32_t res, uint32_t cflags, int async)
+{
+	if (!q->zc_notif) {
+		emu_post(r, q->sqe.user_data, res, cflags, async);
+		return;
+	}
+	emu_post(r, q->sqe.user_data, res, cflags | IORING_CQE_F_MORE, async);
+	uint32_t usage = (q->sqe.ioprio & IORING_SEND_ZC_REPORT_USAGE) ? IORING_NOTIF_USAGE_ZC_COPIED : 0;
+	emu_post(r, q->sqe.user_data, (int32_t)usage, IORING_CQE_F_NOTIF, async);
+	r->ncompleted++;
 }
 
 /* Complete one request that never ran: -ECANCELED (or its own prep error). */
@@ -1820,7 +2073,7 @@ static void cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res, i
 		exec_put_locked(r, lt);
 	}
 	if (!quiet)
-		emu_post(r, m->sqe.user_data, res, 0, 1);
+		post_cqe(r, m, res, 0, 1);
 	r->ncompleted++;
 	r->inflight--;
 	exec_put_locked(r, m);
@@ -1880,7 +2133,7 @@ void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **run)
 		cflags &= ~(IORING_CQE_F_BUFFER | 0xffff0000u);
 	}
 	if (!(q->sqe.flags & IOSQE_CQE_SKIP_SUCCESS) || failed)
-		emu_post(r, q->sqe.user_data, res, cflags, !tls_in_submit);
+		post_cqe(r, q, res, cflags, !tls_in_submit);
 	if (q->sqe.opcode != IORING_OP_TIMEOUT) {
 		r->ncompleted++;
 		if (r->counted)

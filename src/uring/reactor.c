@@ -484,6 +484,7 @@ int reactor_mshot_arm_locked(struct ureq *q)
 	r->ms[slot].q = q;
 	q->mshot = 1;
 	q->state = RS_POLL;
+	__atomic_store_n(&r->ms_armed, r->ms_armed + 1, __ATOMIC_RELAXED);   /* read unlocked: api.c */
 	return 0;
 }
 
@@ -501,6 +502,8 @@ void reactor_mshot_disarm_locked(struct ureq *q)
 	if (!q->mshot)
 		return;
 	q->mshot = 0;
+	__atomic_store_n(&r->ms_armed, r->ms_armed - 1, __ATOMIC_RELAXED);
+	reactor_mshot_run_locked(q, 0);      /* its final CQE is posted */
 	if (r->ep_fd >= 0)
 		ms_ctl(r, EPOLL_CTL_DEL, q);    /* may fail: the program closed its fd */
 	if (q->ms_dup)
@@ -513,9 +516,25 @@ void reactor_mshot_disarm_locked(struct ureq *q)
 	r->ms_free = q->ms_slot + 1;
 }
 
+/* q (a multishot ACCEPT/RECV) starts (on) or ends a run that posts CQEs:
+ * counted in r->ms_running, whose return to 0 wakes the waiters of ms_cond. */
+void reactor_mshot_run_locked(struct ureq *q, int on)
+{
+	struct emu_ring *r = q->r;
+	if (q->ms_run == !!on)
+		return;
+	q->ms_run = !!on;
+	if (on)
+		r->ms_running++;
+	else if (!--r->ms_running)
+		pthread_cond_broadcast(&r->ms_cond);
+}
+
 /* Post a CQE (IORING_CQE_F_MORE) for each multishot poll the epoll set says
  * was woken. One that finds the CQ full ends instead, with a final CQE (no
- * F_MORE) that overflows, as the kernel (6.1 and later) does. */
+ * F_MORE) that overflows, as the kernel (6.1 and later) does. A woken
+ * multishot ACCEPT/RECV goes to *run (it accepts or receives until EAGAIN:
+ * exec.c), or, running already, is told to look again (ms_again). */
 void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run)
 {
 	struct epoll_event ev[64];
@@ -527,7 +546,20 @@ void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run)
 		for (int i = 0; i < n; i++) {
 			uint32_t slot = (uint32_t)ev[i].data.u64, gen = (uint32_t)(ev[i].data.u64 >> 32);
 			struct ureq *x = slot < r->ms_cap && r->ms[slot].gen == gen ? r->ms[slot].q : NULL;
-			if (!x || x->state != RS_POLL || !x->mshot)
+			if (!x || !x->mshot)
+				continue;
+			if (x->sqe.opcode != IORING_OP_POLL_ADD) {
+				if (x->state == RS_RUN) {
+					x->ms_again = 1;
+				} else if (x->state == RS_POLL) {
+					x->state = RS_RUN;
+					reactor_mshot_run_locked(x, 1);
+					x->qnext = *run;
+					*run = x;
+				}
+				continue;
+			}
+			if (x->state != RS_POLL)
 				continue;
 			int32_t mask = (int32_t)(ev[i].events & ((uint16_t)x->pevents | POLLERR | POLLHUP | POLLNVAL));
 			if (!mask)

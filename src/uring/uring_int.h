@@ -29,6 +29,14 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* <liburing/io_uring.h> of liburing 2.3 predates these (Linux 6.2 uapi) */
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
+
 /* Highest fd number an emulated ring can have (its eventfd is moved below). */
 #define EMU_MAX_FD 65536
 #define EMU_MAX_ENTRIES 32768u
@@ -91,11 +99,18 @@ struct ureq {
 	 * a TIMEOUT with a completion count is also on r->counted (tnext/tprev) */
 	uint32_t th_idx;
 	struct ureq *tnext, *tprev;
-	/* multishot POLL_ADD: armed in the reactor's epoll set (mshot), by ms_fd
-	 * (q->fd, or our dup of it when that file is in the set already: ms_dup) */
-	uint8_t mshot, ms_dup;
+	/* multishot POLL_ADD, ACCEPT, RECV, RECVMSG: armed in the reactor's epoll
+	 * set (mshot), by ms_fd (q->fd, or our dup of it when that file is in the
+	 * set already: ms_dup). An ACCEPT/RECV the set woke runs (RS_RUN) until
+	 * the file says EAGAIN; woken again meanwhile: ms_again; cancelled
+	 * meanwhile: ms_end (the result it ends with) */
+	uint8_t mshot, ms_dup, ms_again, ms_run;   /* ms_run: counted in r->ms_running */
 	int ms_fd;
 	uint32_t ms_slot;
+	int32_t ms_end;
+	/* SEND_ZC, SENDMSG_ZC past the point where the kernel allocates the
+	 * notification: its CQE has F_MORE and a NOTIF CQE follows */
+	uint8_t zc_notif;
 	/* buffer selection */
 	uint8_t has_buf, buf_ring;
 	uint16_t bid, bgid;
@@ -236,6 +251,11 @@ struct emu_ring {
 	struct msslot { struct ureq *q; uint32_t gen, next_free; } *ms;
 	unsigned ms_cap, ms_free;      /* ms_free: index + 1 of a free slot, 0 none */
 	int ms_harvest;                /* armed or re-armed inline: harvest before the submit returns */
+	unsigned ms_armed;             /* requests in the set: a waiter harvests too */
+	unsigned ms_running;           /* ACCEPT/RECV multishots woken and not done with it: a
+					* waiter that has its CQEs waits for them (ms_cond), as the
+					* kernel's wait runs its task work to the end */
+	pthread_cond_t ms_cond;
 	/* kernel AIO for O_DIRECT */
 	int aio_state;                 /* 0 untried, 1 on, -1 unavailable */
 	aio_context_t aio_ctx;
@@ -264,6 +284,7 @@ int emu_close(struct emu_ring *r);
 void emu_put(struct emu_ring *r);
 void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int async);
 void emu_signal_efd(struct emu_ring *r);
+void emu_mshot_run(struct emu_ring *r);
 int emu_cq_full_locked(struct emu_ring *r);
 int emu_forced(void);
 int emu_fd_high(int fd);
@@ -316,6 +337,7 @@ int reactor_mshot_arm_locked(struct ureq *q);
 int reactor_mshot_rearm_locked(struct ureq *q);
 void reactor_mshot_disarm_locked(struct ureq *q);
 void reactor_mshot_harvest_locked(struct emu_ring *r, struct ureq **run);
+void reactor_mshot_run_locked(struct ureq *q, int on);
 int timeouts_count_locked(struct emu_ring *r, struct ureq **run);
 int kts_to_deadline(const struct __kernel_timespec *ts, unsigned flags, uint64_t *out);
 
