@@ -266,6 +266,7 @@ static void emu_free(struct emu_ring *r)
 		munmap(r->mem, r->mem_sz);
 	if (r->sqes)
 		munmap(r->sqes, r->sqes_sz);
+	xproc_free(r);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->sq_lock);
 	pthread_cond_destroy(&r->wq_cond);
@@ -369,6 +370,8 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		return -ENOMEM;
 	}
 	r->fd = r->ifd = r->evfd = r->evfd_async = r->wake_fd = r->ep_fd = r->pp_fd = -1;
+	r->rfd_signalled = &r->rfd_own;
+	r->xslot = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->sq_lock, NULL);
 	pthread_cond_init(&r->wq_cond, NULL);
@@ -389,12 +392,13 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	r->mem_sz = array_off + sq * sizeof(unsigned);
 	r->sqes_sz = (size_t)sq * r->sqe_size;
 	int err = -ENOMEM;
-	r->mem = mmap(NULL, r->mem_sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* MAP_SHARED as the kernel's rings: a fork()ed child sees the same ring (xproc.c) */
+	r->mem = mmap(NULL, r->mem_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (r->mem == MAP_FAILED) {
 		r->mem = NULL;
 		goto fail;
 	}
-	r->sqes = mmap(NULL, r->sqes_sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	r->sqes = mmap(NULL, r->sqes_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (r->sqes == MAP_FAILED) {
 		r->sqes = NULL;
 		goto fail;
@@ -472,6 +476,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	}
 	if ((p.flags & IORING_SETUP_SQPOLL) && (err = sqpoll_start(r)) < 0)
 		goto fail;
+	xproc_track(r);
 	atomic_store_explicit(&emu_tab[fd], r, memory_order_release);
 	return fd;
 fail:
@@ -501,6 +506,9 @@ int emu_close(struct emu_ring *r)
 		struct emu_ring *want = r;           /* only its own fd names it */
 		atomic_compare_exchange_strong(&emu_tab[r->fd], &want, NULL);
 	}
+	xproc_untrack(r);
+	if (r->xs)
+		xproc_leave(r);       /* shared: what this process runs is cancelled, it leaves */
 	pthread_mutex_lock(&r->lock);
 	r->dying = 1;
 	pthread_mutex_unlock(&r->lock);
@@ -537,10 +545,25 @@ static void cq_write(struct emu_ring *r, unsigned tail, uint64_t ud, int32_t res
 	}
 }
 
+/* A ring shared across fork() posts CQEs and clears the eventfd under a
+ * process-shared lock (taken inside r->lock, never the other way); a ring of
+ * one process pays one predictable branch. */
+static inline void cq_lock(struct emu_ring *r)
+{
+	if (__builtin_expect(r->xs != NULL, 0))
+		xproc_cq_lock(r);
+}
+
+static inline void cq_unlock(struct emu_ring *r)
+{
+	if (__builtin_expect(r->xs != NULL, 0))
+		xproc_cq_unlock(r);
+}
+
 static void ring_efd_signal(struct emu_ring *r)
 {
-	if (!r->rfd_signalled) {
-		r->rfd_signalled = 1;
+	if (!*r->rfd_signalled) {
+		*r->rfd_signalled = 1;
 		uint64_t one = 1;
 		ssize_t w = write(r->ifd, &one, sizeof(one));
 		(void)w;
@@ -557,6 +580,7 @@ void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int
 {
 	if (r->dying)
 		return;                 /* the ring fd may be closed: nobody can reap */
+	cq_lock(r);
 	unsigned tail = *r->cq_tail;
 	unsigned head = __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
 	if (!r->ovf_head && tail - head < r->cq_entries) {
@@ -586,6 +610,7 @@ void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int
 		ssize_t w = write(r->evfd, &one, sizeof(one));
 		(void)w;
 	}
+	cq_unlock(r);
 }
 
 /* 1 if a CQE posted now would go to the overflow list (ring lock held). */
@@ -597,8 +622,9 @@ int emu_cq_full_locked(struct emu_ring *r)
 /* Move overflowed CQEs into the CQ as room allows (ring lock held). */
 static void flush_overflow_locked(struct emu_ring *r)
 {
-	if (!r->ovf_head)
+	if (!r->ovf_head || r->dying)
 		return;
+	cq_lock(r);
 	unsigned tail = *r->cq_tail;
 	unsigned head = __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
 	while (r->ovf_head && tail - head < r->cq_entries) {
@@ -615,6 +641,7 @@ static void flush_overflow_locked(struct emu_ring *r)
 	}
 	__atomic_store_n(r->cq_tail, tail, __ATOMIC_RELEASE);
 	ring_efd_signal(r);
+	cq_unlock(r);
 }
 
 static unsigned cq_ready(struct emu_ring *r)
@@ -624,10 +651,14 @@ static unsigned cq_ready(struct emu_ring *r)
 
 static void efd_clear_locked(struct emu_ring *r)
 {
+	if (r->dying)
+		return;
+	cq_lock(r);
 	uint64_t v;
 	ssize_t rd = read(r->ifd, &v, sizeof(v));
 	(void)rd;
-	r->rfd_signalled = 0;
+	*r->rfd_signalled = 0;
+	cq_unlock(r);
 }
 
 /* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR. */
@@ -738,8 +769,14 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 		submitted = (int)to_submit;
 	} else if (to_submit) {
 		int err = 0;
+		if (__builtin_expect(r->xs != NULL, 0) && r->xslot < 0 && (err = xproc_join(r)) < 0)
+			return err;
 		pthread_mutex_lock(&r->sq_lock);
+		if (r->xs)
+			xproc_sq_lock(r);
 		submitted = (int)exec_submit(r, to_submit, &err);
+		if (r->xs)
+			xproc_sq_unlock(r);
 		pthread_mutex_unlock(&r->sq_lock);
 		if (!submitted && err)
 			return err;
@@ -749,7 +786,7 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 		if (min_complete || r->ovf_head || r->aio_inflight)
 			ret = wait_cq(r, min_complete, deadline, maskp);
 	}
-	if (r->rfd_signalled && !cq_ready(r)) {
+	if (*r->rfd_signalled && !cq_ready(r)) {
 		struct ureq *run = NULL;
 		pthread_mutex_lock(&r->lock);
 		if (!cq_ready(r) && !r->ovf_head) {
@@ -780,7 +817,11 @@ static void *sqp_main(void *arg)
 		if (n) {
 			int err = 0;
 			pthread_mutex_lock(&r->sq_lock);
+			if (r->xs)
+				xproc_sq_lock(r);
 			exec_submit(r, n, &err);
+			if (r->xs)
+				xproc_sq_unlock(r);
 			pthread_mutex_unlock(&r->sq_lock);
 			pthread_mutex_lock(&r->lock);
 			pthread_cond_broadcast(&r->sqspace_cond);
@@ -798,7 +839,20 @@ static void *sqp_main(void *arg)
 		if (!r->dying && __atomic_load_n(r->sq_tail, __ATOMIC_ACQUIRE) == *r->sq_head) {
 			r->sqp_sleeping = 1;
 			pthread_cond_broadcast(&r->sqspace_cond);
-			pthread_cond_wait(&r->sqp_cond, &r->lock);
+			if (r->xs) {
+				/* shared: a forked process's SQ_WAKEUP cannot reach this
+				 * cond; look at the SQ every 10 ms while asleep */
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_nsec += 10000000;
+				if (ts.tv_nsec >= 1000000000) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000;
+				}
+				pthread_cond_timedwait(&r->sqp_cond, &r->lock, &ts);
+			} else {
+				pthread_cond_wait(&r->sqp_cond, &r->lock);
+			}
 			r->sqp_sleeping = 0;
 		}
 		__atomic_fetch_and(r->sq_flags, ~IORING_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
