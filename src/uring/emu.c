@@ -600,6 +600,8 @@ void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int
 				r->ovf_head = o;
 			r->ovf_tail = o;
 			r->novf++;
+			if (r->xs)
+				xproc_ovf_count(r, 1);
 			__atomic_fetch_or(r->sq_flags, IORING_SQ_CQ_OVERFLOW, __ATOMIC_SEQ_CST);
 		}
 	}
@@ -612,6 +614,7 @@ void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int
 	}
 	cq_unlock(r);
 }
+
 
 /* 1 if a CQE posted now would go to the overflow list (ring lock held). */
 int emu_cq_full_locked(struct emu_ring *r)
@@ -633,15 +636,32 @@ static void flush_overflow_locked(struct emu_ring *r)
 		tail++;
 		r->ovf_head = o->next;
 		r->novf--;
+		if (r->xs)
+			xproc_ovf_count(r, -1);
 		free(o);
 	}
 	if (!r->ovf_head) {
 		r->ovf_tail = NULL;
-		__atomic_fetch_and(r->sq_flags, ~IORING_SQ_CQ_OVERFLOW, __ATOMIC_SEQ_CST);
+		/* shared: the flag stays while another process holds some */
+		if (!r->xs || !xproc_ovf_count(r, 0))
+			__atomic_fetch_and(r->sq_flags, ~IORING_SQ_CQ_OVERFLOW, __ATOMIC_SEQ_CST);
 	}
 	__atomic_store_n(r->cq_tail, tail, __ATOMIC_RELEASE);
 	ring_efd_signal(r);
 	cq_unlock(r);
+}
+
+void emu_flush_overflow_locked(struct emu_ring *r)
+{
+	flush_overflow_locked(r);
+}
+
+/* Another process asks (xproc.c): move what overflowed here into the CQ. */
+void emu_flush_overflow(struct emu_ring *r)
+{
+	pthread_mutex_lock(&r->lock);
+	flush_overflow_locked(r);
+	pthread_mutex_unlock(&r->lock);
 }
 
 static unsigned cq_ready(struct emu_ring *r)
@@ -666,6 +686,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 {
 	if (min > r->cq_entries)
 		min = r->cq_entries;
+	int flushed_others = 0;
 	for (;;) {
 		struct ureq *run = NULL;
 		pthread_mutex_lock(&r->lock);
@@ -673,6 +694,14 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 			kaio_reap_locked(r, &run);
 		flush_overflow_locked(r);
 		int enough = cq_ready(r) >= min || r->dying;
+		if (!enough && !run && !flushed_others && r->xs && xproc_ovf_count(r, 0) > (int)r->novf) {
+			/* CQEs of another process wait in its overflow list: it moves
+			 * them in (its listener), as the kernel's reaper would */
+			pthread_mutex_unlock(&r->lock);
+			xproc_flush_others(r);
+			flushed_others = 1;
+			continue;
+		}
 		if (!enough && !run) {
 			/* Clear, then look again: a CQE or AIO completion after the
 			 * clear writes the eventfd again, so ppoll cannot miss it. */
@@ -783,7 +812,7 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 	}
 	int ret = 0;
 	if (flags & IORING_ENTER_GETEVENTS) {
-		if (min_complete || r->ovf_head || r->aio_inflight)
+		if (min_complete || r->ovf_head || r->aio_inflight || (r->xs && xproc_ovf_count(r, 0)))
 			ret = wait_cq(r, min_complete, deadline, maskp);
 	}
 	if (*r->rfd_signalled && !cq_ready(r)) {

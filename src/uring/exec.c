@@ -1203,12 +1203,18 @@ static int32_t op_open(struct ureq *q, int ctx)
 		if (how.flags & (O_CREAT | O_TRUNC | O_TMPFILE) || (s->flags & IOSQE_ASYNC))
 			return exec_punt(q);
 		struct open_how c = how;
-		c.resolve |= RESOLVE_CACHED;     /* the inline try: only if the lookup is cached */
+		/* the inline try, as the kernel's: only if the lookup is cached, and
+		 * O_NONBLOCK (a FIFO's or a device's open must not wait here; the
+		 * kernel gives its answer, -ENXIO for a FIFO without reader, as is) */
+		c.resolve |= RESOLVE_CACHED;
+		c.flags |= O_NONBLOCK;
 		long fd = syscall(SYS_openat2, dfd, q->p1, &c, sizeof(c));
 		if (fd < 0 && (errno == EAGAIN || errno == ENOSYS || errno == EPERM))
 			return exec_punt(q);
 		if (fd < 0)
 			return -errno;
+		if (!(how.flags & O_NONBLOCK))
+			fcntl((int)fd, F_SETFL, fcntl((int)fd, F_GETFL) & ~O_NONBLOCK);
 		exec_fcache_drop(q->r, (int)fd);
 		return s->file_index ? install_direct(q, (int)fd) : (int32_t)fd;
 	}
@@ -2437,6 +2443,13 @@ void exec_leave_locked(struct emu_ring *r)
 			q->canceled = 1;
 			leave_post_running_locked(r, q);
 		}
+	}
+	/* what overflowed here goes into the CQ while it has room; the rest is lost
+	 * with this process (counted in cq.overflow) */
+	emu_flush_overflow_locked(r);
+	if (r->novf) {
+		xproc_ovf_count(r, -(int)r->novf);
+		__atomic_fetch_add(r->cq_overflow, r->novf, __ATOMIC_RELAXED);
 	}
 	r->dying = 1;
 }

@@ -200,6 +200,7 @@ struct emu_ring {
 	struct xshared *xs;
 	int xslot;                     /* -1: this process has not used the ring since fork */
 	int xl_stop;                   /* the listener is asked to leave */
+	int xl_on;                     /* this process's listener runs */
 	pthread_t xlistener;
 	struct emu_ring *gnext, *gprev;  /* all emulated rings of the process (fork, exit) */
 	struct ovf *ovf_head, *ovf_tail;
@@ -340,6 +341,10 @@ void xproc_untrack(struct emu_ring *r);
 int xproc_join(struct emu_ring *r);
 void xproc_leave(struct emu_ring *r);
 void xproc_free(struct emu_ring *r);
+int xproc_ovf_count(struct emu_ring *r, int delta);
+void xproc_flush_others(struct emu_ring *r);
+void emu_flush_overflow(struct emu_ring *r);
+void emu_flush_overflow_locked(struct emu_ring *r);
 void xproc_sq_lock(struct emu_ring *r);
 void xproc_sq_unlock(struct emu_ring *r);
 void xproc_cq_lock(struct emu_ring *r);

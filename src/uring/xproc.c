@@ -40,7 +40,7 @@
 
 #define XP_SLOTS 64                 /* processes that use one ring at once */
 
-enum { XM_CANCEL = 1, XM_TIMEOUT };
+enum { XM_CANCEL = 1, XM_TIMEOUT, XM_FLUSH };
 
 struct xmsg {
 	int type;
@@ -62,6 +62,7 @@ struct xslot {
 struct xshared {
 	pthread_mutex_t sq, cq;     /* robust, process-shared */
 	int rfd_signalled;
+	_Atomic int novf;           /* CQEs in the processes' overflow lists */
 	struct xslot slot[XP_SLOTS];
 };
 
@@ -132,6 +133,8 @@ static void *listener(void *arg)
 			m->res = exec_cancel_here(r, m->fl, m->ud, m->fd);
 		else if (m->type == XM_TIMEOUT)
 			m->res = exec_adopt_timeout(r, m->ud, m->deadline, m->fl, m->left);
+		else if (m->type == XM_FLUSH)
+			emu_flush_overflow(r), m->res = 0;
 		else
 			m->res = -EINVAL;
 		atomic_store(&s->ack, seq);
@@ -153,11 +156,13 @@ static int listener_start(struct emu_ring *r)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e)
 		atomic_fetch_sub(&r->refs, 1);
+	else
+		r->xl_on = 1;
 	return -e;
 }
 
-/* Take a slot for this process and start its listener (r->sq_lock not held). */
-static int join_locked(struct emu_ring *r)
+/* Take a slot for this process (pid -1 until its listener runs: senders wait). */
+static int claim_slot(struct emu_ring *r)
 {
 	struct xshared *xs = r->xs;
 	for (int i = 0; i < XP_SLOTS; i++) {
@@ -167,14 +172,26 @@ static int join_locked(struct emu_ring *r)
 		struct xslot *s = &xs->slot[i];
 		atomic_store(&s->ack, atomic_load(&s->req));
 		r->xslot = i;
-		int e = listener_start(r);
-		if (e < 0) {
-			r->xslot = -1;
-			atomic_store(&s->pid, 0);
-		}
-		return e;
+		return 0;
 	}
 	return -EBUSY;                      /* XP_SLOTS processes use it already */
+}
+
+static int start_slot(struct emu_ring *r)
+{
+	int e = listener_start(r);
+	if (e < 0) {
+		atomic_store(&r->xs->slot[r->xslot].pid, 0);
+		r->xslot = -1;
+	}
+	return e;
+}
+
+/* Take a slot for this process and start its listener (r->sq_lock held). */
+static int join_locked(struct emu_ring *r)
+{
+	int e = claim_slot(r);
+	return e < 0 ? e : start_slot(r);
 }
 
 int xproc_join(struct emu_ring *r)
@@ -206,7 +223,10 @@ static int peer_alive(struct xslot *s, int pid)
 static int32_t send_msg(struct emu_ring *r, int i, struct xmsg *m)
 {
 	struct xslot *s = &r->xs->slot[i];
-	int pid = atomic_load(&s->pid);
+	int pid;
+	/* -1: a process took it and is starting its listener (a parent in fork()) */
+	for (int k = 0; (pid = atomic_load(&s->pid)) == -1 && k < 10000; k++)
+		usleep(1000);
 	if (pid <= 0 || !peer_alive(s, pid))
 		return -ESRCH;
 	rlock(&s->mbox);
@@ -251,6 +271,21 @@ int32_t xproc_cancel(struct emu_ring *r, unsigned fl, uint64_t ud, int fd, int a
 	return res;
 }
 
+/* The CQEs waiting in all processes' overflow lists, after adding delta. */
+int xproc_ovf_count(struct emu_ring *r, int delta)
+{
+	return atomic_fetch_add(&r->xs->novf, delta) + delta;
+}
+
+/* Each other process moves its overflowed CQEs into the CQ (room allowing). */
+void xproc_flush_others(struct emu_ring *r)
+{
+	struct xmsg m = { .type = XM_FLUSH };
+	for (int i = 0; i < XP_SLOTS; i++)
+		if (i != r->xslot)
+			send_msg(r, i, &m);
+}
+
 /* Hand TIMEOUT q over to a process that stays: 0 if one took it. */
 int xproc_handover_timeout(struct emu_ring *r, const struct ureq *q, uint64_t left)
 {
@@ -266,12 +301,18 @@ int xproc_handover_timeout(struct emu_ring *r, const struct ureq *q, uint64_t le
 static void listener_stop(struct emu_ring *r)
 {
 	struct xslot *s = &r->xs->slot[r->xslot];
+	if (!r->xl_on) {
+		atomic_store(&s->pid, 0);
+		r->xslot = -1;
+		return;
+	}
 	rlock(&s->mbox);                            /* a sender's message is answered first */
 	__atomic_store_n(&r->xl_stop, 1, __ATOMIC_RELEASE);
 	/* FUTEX_WAIT compares req: bumped, a listener about to sleep does not */
 	atomic_fetch_add(&s->req, 1);
 	futex(&s->req, FUTEX_WAKE, INT32_MAX, NULL);
 	pthread_join(r->xlistener, NULL);
+	r->xl_on = 0;
 	atomic_store(&s->ack, atomic_load(&s->req));
 	pthread_mutex_unlock(&s->mbox);
 	atomic_store(&s->pid, 0);
@@ -314,8 +355,13 @@ static void fork_prepare(void)
 	for (struct emu_ring *r = grings; r; r = r->gnext) {
 		pthread_mutex_lock(&r->sq_lock);
 		pthread_mutex_lock(&r->lock);
-		if (r->xs || r->dying)
+		if (r->dying)
 			continue;
+		if (r->xs) {
+			if (r->xslot < 0)
+				claim_slot(r);           /* listens from this fork on */
+			continue;
+		}
 		struct xshared *xs = mmap(NULL, sizeof(*xs), PROT_READ | PROT_WRITE,
 					  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		if (xs == MAP_FAILED)
@@ -329,6 +375,9 @@ static void fork_prepare(void)
 		xs->rfd_signalled = r->rfd_own;
 		r->rfd_signalled = &xs->rfd_signalled;
 		r->xs = xs;
+		/* the parent's slot is taken before the child runs: a child's first
+		 * cancel waits for the parent's listener instead of missing it */
+		claim_slot(r);
 	}
 }
 
@@ -336,8 +385,8 @@ static void fork_parent(void)
 {
 	for (struct emu_ring *r = grings; r; r = r->gnext) {
 		pthread_mutex_unlock(&r->lock);
-		if (r->xs && r->xslot < 0 && !r->dying)
-			join_locked(r);          /* the parent listens from the first fork on */
+		if (r->xs && r->xslot >= 0 && !r->dying && !r->xl_on)
+			start_slot(r);           /* the parent listens from the first fork on */
 		if (r->sqp_on)
 			pthread_cond_signal(&r->sqp_cond);   /* it sleeps timed from now on */
 		pthread_mutex_unlock(&r->sq_lock);
@@ -354,6 +403,7 @@ static void fork_child(void)
 		pthread_cond_init(&r->sqp_cond, NULL);
 		pthread_cond_init(&r->sqspace_cond, NULL);
 		r->xslot = -1;
+		r->xl_on = 0;
 		if (r->dying)
 			continue;
 		exec_child_reset(r);

@@ -1,0 +1,221 @@
+/* Description: a ring survives fork() as a kernel ring does: parent and child see the same SQ
+ * and CQ, either submits and either reaps; each process's requests run with its own fds and
+ * memory (a file only the child opened, a buffer only the child reads); a request a process
+ * submitted runs although that process then only waits outside the library (a pipe read of the
+ * child completes while it sleeps in a barrier); CQEs posted by both processes at once are all
+ * there (the shared CQ lock); the ring goes on in the parent after the child exits. */
+#include "test_uring.h"
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <signal.h>
+
+#define NOPS 3000                 /* each process's NOPs in the concurrent phase */
+
+struct shm {
+	struct io_uring ring;      /* one struct io_uring: both processes' get_sqe agree */
+	pthread_mutex_t m;         /* one submitter at a time (the program's job, as with the kernel) */
+	pthread_barrier_t b;
+	char child_path[64];
+};
+
+static struct shm *sh;
+
+static void lock(void) { CHECK_EQ(pthread_mutex_lock(&sh->m), 0); }
+static void unlock(void) { CHECK_EQ(pthread_mutex_unlock(&sh->m), 0); }
+static void barrier(void)
+{
+	tu_pbarrier(&sh->b);
+}
+
+
+#define next() tu_wait_at(&sh->ring, 20, __LINE__)
+
+static void submit_nops(uint64_t tag, unsigned n)
+{
+	for (unsigned i = 0; i < n;) {
+		lock();
+		unsigned k = 0;
+		for (; k < 8 && i + k < n; k++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&sh->ring);
+			if (!sqe)
+				break;
+			io_uring_prep_nop(sqe);
+			sqe->user_data = tag;
+		}
+		int r = io_uring_submit(&sh->ring);
+		unlock();
+		CHECK_EQ(r, (int)k);
+		i += k;
+	}
+}
+
+static void child(int pfd[2], int shared_fd)
+{
+	char buf[32];
+	prctl(PR_SET_PDEATHSIG, SIGKILL);                /* the parent failed: no child left behind */
+	/* 1: read a file only this process has open, into memory only it looks at */
+	int cfd = open(sh->child_path, O_RDONLY);
+	CHECK(cfd >= 0);
+	barrier();                                        /* B1: the parent's fd is open */
+	memset(buf, 0, sizeof buf);
+	lock();
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&sh->ring);
+	io_uring_prep_read(sqe, cfd, buf, 11, 0);
+	sqe->user_data = 201;
+	CHECK_EQ(io_uring_submit(&sh->ring), 1);
+	unlock();
+	barrier();                                        /* B2: the parent reaps it */
+	barrier();                                        /* B3: reaped */
+	CHECK(memcmp(buf, "child-file\n", 11) == 0);
+	/* 2: the parent's request (its own fd): this process reaps its CQE */
+	barrier();                                        /* B4: submitted by the parent */
+	struct io_uring_cqe c = next();
+	CHECK_EQ(c.user_data, 101);
+	CHECK_EQ(c.res, 12);
+	/* 3: a read of an empty pipe, then this process sleeps outside the library
+	 * while the parent writes the pipe and reaps the read's CQE */
+	memset(buf, 0, sizeof buf);
+	lock();
+	sqe = io_uring_get_sqe(&sh->ring);
+	io_uring_prep_read(sqe, pfd[0], buf, 5, 0);
+	sqe->user_data = 202;
+	CHECK_EQ(io_uring_submit(&sh->ring), 1);
+	unlock();
+	barrier();                                        /* B5: submitted */
+	barrier();                                        /* B6: the parent reaped 202 */
+	CHECK(memcmp(buf, "pipe!", 5) == 0);
+	/* 4: NOPs from both processes at once; the parent reaps all */
+	barrier();                                        /* B7 */
+	submit_nops(2, NOPS);
+	/* 5: a write to the fd both share, then leave */
+	lock();
+	sqe = io_uring_get_sqe(&sh->ring);
+	io_uring_prep_write(sqe, shared_fd, "child\n", 6, 0);
+	sqe->user_data = 203;
+	CHECK_EQ(io_uring_submit(&sh->ring), 1);
+	unlock();
+	barrier();                                        /* B8 */
+	exit(0);
+}
+
+static void body(void)
+{
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(sh != MAP_FAILED);
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	CHECK_EQ(pthread_mutex_init(&sh->m, &ma), 0);
+	tu_pbarrier_init(&sh->b, 2);
+	struct io_uring_params p = { 0 };
+	p.flags = IORING_SETUP_CQSIZE;
+	p.cq_entries = 256;
+	int r = io_uring_queue_init_params(64, &sh->ring, &p);
+	if (r < 0)
+		FAIL("queue_init: %s", strerror(-r));
+	tu_uring_check_mode(&sh->ring);
+
+	char dir[] = "/tmp/tu_fork_shareXXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char ppath[64], spath[64];
+	snprintf(ppath, sizeof ppath, "%s/parent", dir);
+	snprintf(spath, sizeof spath, "%s/shared", dir);
+	snprintf(sh->child_path, sizeof sh->child_path, "%s/child", dir);
+	int f = open(sh->child_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(f >= 0 && write(f, "child-file\n", 11) == 11);
+	close(f);
+	f = open(ppath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(f >= 0 && write(f, "parent-file\n", 12) == 12);
+	close(f);
+	int shared_fd = open(spath, O_RDWR | O_CREAT | O_APPEND, 0600);
+	CHECK(shared_fd >= 0);
+	int pfd[2];
+	CHECK_EQ(pipe(pfd), 0);
+
+	/* before the fork: a request of the parent, reaped by the parent after it */
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&sh->ring);
+	io_uring_prep_write(sqe, shared_fd, "before\n", 7, 0);
+	sqe->user_data = 100;
+	CHECK_EQ(io_uring_submit(&sh->ring), 1);
+
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		child(pfd, shared_fd);
+	struct io_uring_cqe c = next();
+	CHECK_EQ(c.user_data, 100);
+	CHECK_EQ(c.res, 7);
+	/* opened after the fork: the child has no such fd (or another file under the number) */
+	int pfile = open(ppath, O_RDONLY);
+	CHECK(pfile >= 0);
+	barrier();                                        /* B1 */
+	barrier();                                        /* B2: the child submitted 201 */
+	c = next();
+	CHECK_EQ(c.user_data, 201);
+	CHECK_EQ(c.res, 11);
+	barrier();                                        /* B3 */
+	char pbuf[16] = { 0 };
+	lock();
+	sqe = io_uring_get_sqe(&sh->ring);
+	io_uring_prep_read(sqe, pfile, pbuf, 12, 0);
+	sqe->user_data = 101;
+	CHECK_EQ(io_uring_submit(&sh->ring), 1);
+	unlock();
+	barrier();                                        /* B4: the child reaps 101 */
+	barrier();                                        /* B5: the child's pipe read is in flight */
+	usleep(20000);
+	CHECK_EQ(write(pfd[1], "pipe!", 5), 5);
+	c = next();                                       /* the child's request, run while it sleeps */
+	CHECK_EQ(c.user_data, 202);
+	CHECK_EQ(c.res, 5);
+	CHECK(memcmp(pbuf, "parent-file\n", 12) == 0);   /* 101 read into the parent's memory */
+	barrier();                                        /* B6 */
+	barrier();                                        /* B7 */
+	submit_nops(1, NOPS);
+	unsigned got[3] = { 0, 0, 0 }, w203 = 0;
+	for (unsigned i = 0; i < 2 * NOPS + 1; i++) {
+		c = next();
+		if (c.user_data == 203) {
+			CHECK_EQ(c.res, 6);
+			w203++;
+			continue;
+		}
+		CHECK(c.user_data == 1 || c.user_data == 2);
+		CHECK_EQ(c.res, 0);
+		got[c.user_data]++;
+	}
+	CHECK_EQ(got[1], NOPS);
+	CHECK_EQ(got[2], NOPS);
+	CHECK_EQ(w203, 1);
+	barrier();                                        /* B8 */
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* the ring goes on in the parent */
+	sqe = io_uring_get_sqe(&sh->ring);
+	io_uring_prep_write(sqe, shared_fd, "after\n", 6, 0);
+	sqe->user_data = 102;
+	CHECK_EQ(io_uring_submit(&sh->ring), 1);
+	c = next();
+	CHECK_EQ(c.user_data, 102);
+	CHECK_EQ(c.res, 6);
+	tu_none(&sh->ring);
+	char all[64] = { 0 };
+	CHECK_EQ(pread(shared_fd, all, sizeof all - 1, 0), 19);
+	CHECK(strcmp(all, "before\nchild\nafter\n") == 0 || (fprintf(stderr, "%s", all), 0));
+	io_uring_queue_exit(&sh->ring);
+	close(shared_fd);
+	close(pfile);
+	unlink(ppath);
+	unlink(spath);
+	unlink(sh->child_path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	return tu_uring_main(body);
+}
