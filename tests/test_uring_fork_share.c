@@ -3,7 +3,9 @@
  * memory (a file only the child opened, a buffer only the child reads); a request a process
  * submitted runs although that process then only waits outside the library (a pipe read of the
  * child completes while it sleeps in a barrier); CQEs posted by both processes at once are all
- * there (the shared CQ lock); the ring goes on in the parent after the child exits. */
+ * there (the shared CQ lock); registering files while the other process uses the ring is
+ * refused (-EOPNOTSUPP: the tables are per process; the kernel's is shared); the ring goes on
+ * in the parent after the child exits. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <poll.h>
@@ -87,6 +89,16 @@ static void child(int pfd[2], int shared_fd)
 	barrier();                                        /* B5: submitted */
 	barrier();                                        /* B6: the parent reaped 202 */
 	CHECK(memcmp(buf, "pipe!", 5) == 0);
+	/* registered files: the kernel shares one table per ring; the emulation keeps a copy
+	 * per process and refuses a change while another process uses the ring */
+	int one = cfd;
+	int rr = io_uring_register_files(&sh->ring, &one, 1);
+	if (tu_mode == TU_KERNEL) {
+		CHECK_EQ(rr, 0);
+		CHECK_EQ(io_uring_unregister_files(&sh->ring), 0);
+	} else {
+		CHECK_EQ(rr, -EOPNOTSUPP);
+	}
 	/* 4: NOPs from both processes at once; the parent reaps all */
 	barrier();                                        /* B7 */
 	submit_nops(2, NOPS);

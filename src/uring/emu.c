@@ -1266,8 +1266,25 @@ static int reg_probe(void *arg, unsigned nr)
 
 int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg);
 
+/* The tables of registered files and buffers that each process keeps its own copy of. */
+static int reg_table_op(unsigned op)
+{
+	switch (op) {
+	case IORING_REGISTER_BUFFERS: case IORING_UNREGISTER_BUFFERS: case IORING_REGISTER_BUFFERS2:
+	case IORING_REGISTER_BUFFERS_UPDATE: case IORING_REGISTER_FILES: case IORING_UNREGISTER_FILES:
+	case IORING_REGISTER_FILES2: case IORING_REGISTER_FILES_UPDATE: case IORING_REGISTER_FILES_UPDATE2:
+	case IORING_REGISTER_FILE_ALLOC_RANGE: case IORING_REGISTER_PBUF_RING: case IORING_UNREGISTER_PBUF_RING:
+		return 1;
+	}
+	return 0;
+}
+
 int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr)
 {
+	/* The kernel has one table per ring; here each process has its copy from the fork
+	 * on: a change while another process uses the ring would not reach it. Refused. */
+	if (__builtin_expect(r->xs != NULL, 0) && reg_table_op(op) && xproc_others(r))
+		return -EOPNOTSUPP;
 	switch (op) {
 	case IORING_REGISTER_BUFFERS:
 		return reg_buffers(r, arg, NULL, nr, 0);

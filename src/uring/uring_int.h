@@ -342,6 +342,7 @@ int xproc_join(struct emu_ring *r);
 void xproc_leave(struct emu_ring *r);
 void xproc_free(struct emu_ring *r);
 int xproc_ovf_count(struct emu_ring *r, int delta);
+int xproc_others(struct emu_ring *r);
 void xproc_flush_others(struct emu_ring *r);
 void emu_flush_overflow(struct emu_ring *r);
 void emu_flush_overflow_locked(struct emu_ring *r);

@@ -271,6 +271,17 @@ int32_t xproc_cancel(struct emu_ring *r, unsigned fl, uint64_t ud, int fd, int a
 	return res;
 }
 
+/* 1 if another process uses the ring (took a slot since the fork and lives). */
+int xproc_others(struct emu_ring *r)
+{
+	for (int i = 0; i < XP_SLOTS; i++) {
+		int pid = atomic_load(&r->xs->slot[i].pid);
+		if (i != r->xslot && (pid == -1 || (pid > 0 && peer_alive(&r->xs->slot[i], pid))))
+			return 1;
+	}
+	return 0;
+}
+
 /* The CQEs waiting in all processes' overflow lists, after adding delta. */
 int xproc_ovf_count(struct emu_ring *r, int delta)
 {
