@@ -14,7 +14,7 @@
 #include <sys/prctl.h>
 #include <signal.h>
 
-#define NOPS 3000                 /* each process's NOPs in the concurrent phase */
+#define NOPS 10000                /* each process's NOPs in the concurrent phase */
 
 struct shm {
 	struct io_uring ring;      /* one struct io_uring: both processes' get_sqe agree */
@@ -46,6 +46,7 @@ static void submit_nops(uint64_t tag, unsigned n)
 				break;
 			io_uring_prep_nop(sqe);
 			sqe->user_data = tag;
+			sqe->flags |= IOSQE_ASYNC;   /* posted by workers: both processes at once */
 		}
 		int r = io_uring_submit(&sh->ring);
 		unlock();

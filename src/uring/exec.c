@@ -2458,13 +2458,33 @@ void exec_leave_locked(struct emu_ring *r)
  * fork()'s child (its only thread, the locks taken before the fork): the
  * requests in flight are the parent's, which runs and completes them; the
  * threads, the reactor's epoll sets and the AIO context are not the child's.
- * Forget them all, without freeing (a copy the child never uses costs
- * nothing); the child starts its own executor when it first submits.
+ * The child's copies of the requests go to its free list (their copied
+ * arguments freed), the rest is forgotten; the child starts its own executor
+ * when it first submits.
  */
 void exec_child_reset(struct emu_ring *r)
 {
 	atomic_store(&r->refs, 1);
-	r->live = NULL;
+	while (r->live) {
+		struct ureq *q = r->live;
+		r->live = q->next;
+		if (q->iov && q->iov != q->iov_in)
+			free(q->iov);
+		free(q->p1);
+		free(q->p2);
+		if (q->mshot && q->ms_dup)
+			close(q->ms_fd);             /* the child's copy of the dup */
+		q->iov = NULL;
+		q->p1 = q->p2 = NULL;
+		q->state = RS_FREE;
+		q->qnext = r->freelist;
+		r->freelist = q;
+	}
+	while (r->ovf_head) {
+		struct ovf *o = r->ovf_head;
+		r->ovf_head = o->next;
+		free(o);
+	}
 	memset(r->udh, 0, sizeof(*r->udh) << r->udh_bits);
 	r->inflight = 0;
 	r->defer_head = r->defer_tail = NULL;
