@@ -263,9 +263,7 @@ static void emu_free(struct emu_ring *r)
 	free(r->files);
 	free(r->file_tags);
 	if (r->mem)
-		munmap(r->mem, r->mem_sz);
-	if (r->sqes)
-		munmap(r->sqes, r->sqes_sz);
+		munmap(r->mem, (char *)r->sqes - (char *)r->mem + r->sqes_sz);
 	xproc_free(r);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->sq_lock);
@@ -392,17 +390,17 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	r->mem_sz = array_off + sq * sizeof(unsigned);
 	r->sqes_sz = (size_t)sq * r->sqe_size;
 	int err = -ENOMEM;
-	/* MAP_SHARED as the kernel's rings: a fork()ed child sees the same ring (xproc.c) */
-	r->mem = mmap(NULL, r->mem_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	/* MAP_SHARED as the kernel's rings: a fork()ed child sees the same ring (xproc.c).
+	 * One mapping, the SQEs on the pages after the rings: each shared mapping is a
+	 * shmem object to create and free (two cost 18 us more CPU per setup + exit
+	 * than two private ones, one 7 us) */
+	size_t ring_pages = (r->mem_sz + (size_t)getpagesize() - 1) & ~((size_t)getpagesize() - 1);
+	r->mem = mmap(NULL, ring_pages + r->sqes_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (r->mem == MAP_FAILED) {
 		r->mem = NULL;
 		goto fail;
 	}
-	r->sqes = mmap(NULL, r->sqes_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (r->sqes == MAP_FAILED) {
-		r->sqes = NULL;
-		goto fail;
-	}
+	r->sqes = (struct io_uring_sqe *)((char *)r->mem + ring_pages);
 	char *m = r->mem;
 	r->sq_head = (unsigned *)(m + OFF_SQ_HEAD);
 	r->sq_tail = (unsigned *)(m + OFF_SQ_TAIL);
