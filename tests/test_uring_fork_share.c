@@ -3,7 +3,8 @@
  * memory (a file only the child opened, a buffer only the child reads); a request a process
  * submitted runs although that process then only waits outside the library (a pipe read of the
  * child completes while it sleeps in a barrier); CQEs posted by both processes at once are all
- * there (the shared CQ lock); registering files while the other process uses the ring is
+ * there (the shared CQ lock: NOPs from their workers, and 6000 TIMEOUTs each with one deadline,
+ * posted by both reactors in one burst); registering files while the other process uses the ring is
  * refused (-EOPNOTSUPP: the tables are per process; the kernel's is shared); the ring goes on
  * in the parent after the child exits. */
 #include "test_uring.h"
@@ -15,12 +16,14 @@
 #include <signal.h>
 
 #define NOPS 10000                /* each process's NOPs in the concurrent phase */
+#define NTO 6000                  /* and its TIMEOUTs, all with one deadline */
 
 struct shm {
 	struct io_uring ring;      /* one struct io_uring: both processes' get_sqe agree */
 	pthread_mutex_t m;         /* one submitter at a time (the program's job, as with the kernel) */
 	pthread_barrier_t b;
 	char child_path[64];
+	struct __kernel_timespec dl;  /* the TIMEOUTs' common deadline (CLOCK_MONOTONIC, ABS) */
 };
 
 static struct shm *sh;
@@ -47,6 +50,26 @@ static void submit_nops(uint64_t tag, unsigned n)
 			io_uring_prep_nop(sqe);
 			sqe->user_data = tag;
 			sqe->flags |= IOSQE_ASYNC;   /* posted by workers: both processes at once */
+		}
+		int r = io_uring_submit(&sh->ring);
+		unlock();
+		CHECK_EQ(r, (int)k);
+		i += k;
+	}
+}
+
+/* n TIMEOUTs at sh->dl: both processes' reactors post them in one burst */
+static void submit_timeouts(uint64_t tag, unsigned n)
+{
+	for (unsigned i = 0; i < n;) {
+		lock();
+		unsigned k = 0;
+		for (; k < 32 && i + k < n; k++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&sh->ring);
+			if (!sqe)
+				break;
+			io_uring_prep_timeout(sqe, &sh->dl, 0, IORING_TIMEOUT_ABS);
+			sqe->user_data = tag;
 		}
 		int r = io_uring_submit(&sh->ring);
 		unlock();
@@ -102,6 +125,7 @@ static void child(int pfd[2], int shared_fd)
 	}
 	/* 4: NOPs from both processes at once; the parent reaps all */
 	barrier();                                        /* B7 */
+	submit_timeouts(4, NTO);
 	submit_nops(2, NOPS);
 	/* 5: a write to the fd both share, then leave */
 	lock();
@@ -125,7 +149,7 @@ static void body(void)
 	tu_pbarrier_init(&sh->b, 2);
 	struct io_uring_params p = { 0 };
 	p.flags = IORING_SETUP_CQSIZE;
-	p.cq_entries = 256;
+	p.cq_entries = 16384;                             /* the TIMEOUTs' bursts fit */
 	int r = io_uring_queue_init_params(64, &sh->ring, &p);
 	if (r < 0)
 		FAIL("queue_init: %s", strerror(-r));
@@ -186,22 +210,29 @@ static void body(void)
 	CHECK_EQ(c.res, 5);
 	CHECK(memcmp(pbuf, "parent-file\n", 12) == 0);   /* 101 read into the parent's memory */
 	barrier();                                        /* B6 */
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	sh->dl.tv_sec = now.tv_sec + 1;                   /* both have armed all by then */
+	sh->dl.tv_nsec = now.tv_nsec;
 	barrier();                                        /* B7 */
+	submit_timeouts(3, NTO);
 	submit_nops(1, NOPS);
-	unsigned got[3] = { 0, 0, 0 }, w203 = 0;
-	for (unsigned i = 0; i < 2 * NOPS + 1; i++) {
+	unsigned got[5] = { 0 }, w203 = 0;
+	for (unsigned i = 0; i < 2 * NOPS + 2 * NTO + 1; i++) {
 		c = next();
 		if (c.user_data == 203) {
 			CHECK_EQ(c.res, 6);
 			w203++;
 			continue;
 		}
-		CHECK(c.user_data == 1 || c.user_data == 2);
-		CHECK_EQ(c.res, 0);
+		CHECK(c.user_data >= 1 && c.user_data <= 4);
+		CHECK_EQ(c.res, c.user_data >= 3 ? -ETIME : 0);
 		got[c.user_data]++;
 	}
 	CHECK_EQ(got[1], NOPS);
 	CHECK_EQ(got[2], NOPS);
+	CHECK_EQ(got[3], NTO);
+	CHECK_EQ(got[4], NTO);
 	CHECK_EQ(w203, 1);
 	barrier();                                        /* B8 */
 	int st;
