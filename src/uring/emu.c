@@ -727,6 +727,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 		}
 		struct pollfd pfd = { r->ifd, POLLIN, 0 };
 		int pr = ppoll(&pfd, 1, tsp, mask);
+		flushed_others = 0;          /* once per wake-up: more may have overflowed there */
 		if (pr < 0 && errno == EINTR)
 			return -EINTR;
 	}
