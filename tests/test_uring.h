@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,35 @@ static inline void tu_next(struct io_uring *ring, struct io_uring_cqe *out)
 		FAIL("no CQE within 5 s: %s", strerror(-r));
 	*out = *cqe;
 	io_uring_cqe_seen(ring, cqe);
+}
+
+/* The next CQE within secs seconds, for waits on another process (fork tests): a loaded
+ * machine is slow, a lost CQE fails at line instead of hanging. */
+static inline struct io_uring_cqe tu_wait_at(struct io_uring *ring, int secs, int line)
+{
+	struct io_uring_cqe *cqe, c;
+	struct __kernel_timespec ts = { secs, 0 };
+	int r = io_uring_wait_cqe_timeout(ring, &cqe, &ts);
+	if (r < 0)
+		FAIL("no CQE within %d s (wait at line %d): %s", secs, line, strerror(-r));
+	c = *cqe;
+	io_uring_cqe_seen(ring, cqe);
+	return c;
+}
+
+/* A process-shared barrier of n, in memory the caller maps MAP_SHARED; and its wait. */
+static inline void tu_pbarrier_init(pthread_barrier_t *b, unsigned n)
+{
+	pthread_barrierattr_t ba;
+	pthread_barrierattr_init(&ba);
+	pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
+	CHECK_EQ(pthread_barrier_init(b, &ba, n), 0);
+}
+
+static inline void tu_pbarrier(pthread_barrier_t *b)
+{
+	int e = pthread_barrier_wait(b);
+	CHECK(e == 0 || e == PTHREAD_BARRIER_SERIAL_THREAD);
 }
 
 /* The CQE with user_data ud among n. */

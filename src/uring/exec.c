@@ -1427,12 +1427,18 @@ static int32_t op_open(struct ureq *q, int ctx)
 		if (how.flags & (O_CREAT | O_TRUNC | O_TMPFILE) || (s->flags & IOSQE_ASYNC))
 			return exec_punt(q);
 		struct open_how c = how;
-		c.resolve |= RESOLVE_CACHED;     /* the inline try: only if the lookup is cached */
+		/* the inline try, as the kernel's: only if the lookup is cached, and
+		 * O_NONBLOCK (a FIFO's or a device's open must not wait here; the
+		 * kernel gives its answer, -ENXIO for a FIFO without reader, as is) */
+		c.resolve |= RESOLVE_CACHED;
+		c.flags |= O_NONBLOCK;
 		long fd = syscall(SYS_openat2, dfd, q->p1, &c, sizeof(c));
 		if (fd < 0 && (errno == EAGAIN || errno == ENOSYS || errno == EPERM))
 			return exec_punt(q);
 		if (fd < 0)
 			return -errno;
+		if (!(how.flags & O_NONBLOCK))
+			fcntl((int)fd, F_SETFL, fcntl((int)fd, F_GETFL) & ~O_NONBLOCK);
 		exec_fcache_drop(q->r, (int)fd);
 		return s->file_index ? install_direct(q, (int)fd) : (int32_t)fd;
 	}
@@ -1824,6 +1830,38 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 	return canceled ? 0 : -EALREADY;
 }
 
+/*
+ * A ring shared across fork(): what this process did not find (or, for ALL
+ * and ANY, in addition) is looked for among the requests of the other
+ * processes, each of which runs and cancels its own (xproc.c). res is the
+ * answer here; the first process that knows the request answers otherwise.
+ */
+static int32_t cancel_elsewhere(struct emu_ring *r, unsigned fl, uint64_t ud, int fd, int32_t res)
+{
+	if (__builtin_expect(!r->xs, 1))
+		return res;
+	int all = !!(fl & (IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_ANY));
+	if (!all && res != -ENOENT)
+		return res;
+	int32_t there = xproc_cancel(r, fl, ud, fd, all);
+	if (!all)
+		return there;
+	if (there == -ENOENT)
+		return res;
+	return res == -ENOENT ? there : res + there;
+}
+
+/* Another process asks (xproc.c's listener): cancel what matches here. */
+int32_t exec_cancel_here(struct emu_ring *r, unsigned fl, uint64_t ud, int fd)
+{
+	struct ureq *run = NULL;
+	pthread_mutex_lock(&r->lock);
+	int32_t res = r->dying ? -ENOENT : cancel_locked(r, NULL, fl, ud, fd, &run);
+	pthread_mutex_unlock(&r->lock);
+	exec_issue_list(run, CTX_WORKER);
+	return res;
+}
+
 static int32_t op_cancel(struct ureq *q, struct ureq **run)
 {
 	struct io_uring_sqe *s = &q->sqe;
@@ -1836,7 +1874,7 @@ static int32_t op_cancel(struct ureq *q, struct ureq **run)
 	pthread_mutex_lock(&q->r->lock);
 	int32_t res = cancel_locked(q->r, q, fl, s->addr, s->fd, run);
 	pthread_mutex_unlock(&q->r->lock);
-	return res;
+	return cancel_elsewhere(q->r, fl, s->addr, s->fd, res);
 }
 
 int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg)
@@ -1853,6 +1891,7 @@ int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *
 	int32_t res = cancel_locked(r, NULL, fl, reg->addr, reg->fd, &run);
 	pthread_mutex_unlock(&r->lock);
 	exec_issue_list(run, CTX_INLINE);
+	res = cancel_elsewhere(r, fl, reg->addr, reg->fd, res);
 	return res < 0 ? res : 0;
 }
 
@@ -2555,4 +2594,162 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 	tls_in_submit = 0;
 	kaio_flush(r);
 	return done;
+}
+
+/* ---- a ring shared across fork() (xproc.c) ---- */
+
+/* A TIMEOUT handed over by a process that left the ring: armed here with the
+ * same user_data and deadline (CLOCK_MONOTONIC is the machine's), and left
+ * completions to wait for (0: none). */
+int exec_adopt_timeout(struct emu_ring *r, uint64_t ud, uint64_t deadline, unsigned tflags, uint64_t left)
+{
+	pthread_mutex_lock(&r->lock);
+	struct ureq *q = r->dying ? NULL : req_get_locked(r);
+	if (!q) {
+		pthread_mutex_unlock(&r->lock);
+		return -ENOMEM;
+	}
+	q->sqe.opcode = IORING_OP_TIMEOUT;
+	q->sqe.user_data = ud;
+	q->sqe.timeout_flags = tflags;
+	q->sqe.off = left;
+	ud_hash_add(q);
+	q->chain_n = 1;
+	r->inflight++;
+	q->deadline = deadline;
+	q->target = left ? r->ncompleted + left : 0;
+	q->state = RS_TIMEOUT;
+	timer_add_locked(q);
+	int e = reactor_start_locked(r);
+	if (e < 0)
+		exec_complete_locked(q, e, &(struct ureq *){ NULL });
+	else
+		reactor_kick(r);
+	pthread_mutex_unlock(&r->lock);
+	return e < 0 ? e : 0;
+}
+
+/* Post -ECANCELED for x, its armed-or-not LINK_TIMEOUT and what is linked
+ * after it, leaving the requests where they are (a thread of this process
+ * still runs x; r->dying, set next, keeps its CQE out). */
+static void leave_post_running_locked(struct emu_ring *r, struct ureq *x)
+{
+	emu_post(r, x->sqe.user_data, -ECANCELED, 0, 1);
+	if (x->lt && x->lt->state == RS_LT_IDLE)
+		emu_post(r, x->lt->sqe.user_data, -ECANCELED, 0, 1);
+	for (struct ureq *m = x->link; m; m = m->link) {
+		emu_post(r, m->sqe.user_data, -ECANCELED, 0, 1);
+		if (m->lt)
+			emu_post(r, m->lt->sqe.user_data, -ECANCELED, 0, 1);
+	}
+}
+
+/*
+ * This process leaves a shared ring (it exits, or closes the ring): as the
+ * kernel cancels a task's requests when it exits, each of its requests gets
+ * -ECANCELED (chains and LINK_TIMEOUTs as a cancel would have them), except a
+ * TIMEOUT that is not part of a chain, which is handed over to a process that
+ * stays and fires there (or, if none can take it, is cancelled too). Ring
+ * lock held; the ring is dying after it: nothing of this process posts again.
+ */
+void exec_leave_locked(struct emu_ring *r)
+{
+	struct ureq *run = NULL;
+	for (int again = 1; again;) {
+		again = 0;
+		for (struct ureq *x = r->live; x; x = x->next) {
+			if (x->state != RS_TIMEOUT || x->sqe.opcode != IORING_OP_TIMEOUT || x->link)
+				continue;
+			uint64_t left = x->target ? (x->target > r->ncompleted ? x->target - r->ncompleted : 1) : 0;
+			if (xproc_handover_timeout(r, x, left) == 0) {
+				r->inflight--;           /* it goes on elsewhere: no CQE here */
+				exec_put_locked(r, x);
+				again = 1;
+				break;
+			}
+		}
+	}
+	for (struct ureq *x = r->live; x; x = x->next)
+		if ((x->state == RS_RUN || x->state == RS_AIO) && !x->canceled) {
+			x->canceled = 1;
+			leave_post_running_locked(r, x);
+		}
+	for (int again = 1; again;) {
+		again = 0;
+		for (struct ureq *x = r->live; x; x = x->next) {
+			if (x->state != RS_WQ && x->state != RS_DEFER && x->state != RS_POLL &&
+			    x->state != RS_TIMEOUT)
+				continue;
+			x->canceled = 1;
+			if (exec_cancel_locked(r, x, -ECANCELED, &run) == 0) {
+				again = 1;
+				break;
+			}
+		}
+	}
+	/* released by the cancels (a drain queue emptied): never started, cancelled */
+	while (run) {
+		struct ureq *q = run;
+		run = q->qnext;
+		q->qnext = NULL;
+		if (q->state == RS_RUN && !q->canceled) {
+			q->canceled = 1;
+			leave_post_running_locked(r, q);
+		}
+	}
+	/* what overflowed here goes into the CQ while it has room; the rest is lost
+	 * with this process (counted in cq.overflow) */
+	emu_flush_overflow_locked(r);
+	if (r->novf) {
+		xproc_ovf_count(r, -(int)r->novf);
+		__atomic_fetch_add(r->cq_overflow, r->novf, __ATOMIC_RELAXED);
+	}
+	r->dying = 1;
+}
+
+/*
+ * fork()'s child (its only thread, the locks taken before the fork): the
+ * requests in flight are the parent's, which runs and completes them; the
+ * threads, the reactor's epoll sets and the AIO context are not the child's.
+ * The child's copies of the requests go to its free list (their copied
+ * arguments freed), the rest is forgotten; the child starts its own executor
+ * when it first submits.
+ */
+void exec_child_reset(struct emu_ring *r)
+{
+	atomic_store(&r->refs, 1);
+	while (r->live) {
+		struct ureq *q = r->live;
+		r->live = q->next;
+		if (q->iov && q->iov != q->iov_in)
+			free(q->iov);
+		free(q->p1);
+		free(q->p2);
+		if (q->mshot && q->ms_dup)
+			close(q->ms_fd);             /* the child's copy of the dup */
+		q->iov = NULL;
+		q->p1 = q->p2 = NULL;
+		q->state = RS_FREE;
+		q->qnext = r->freelist;
+		r->freelist = q;
+	}
+	while (r->ovf_head) {
+		struct ovf *o = r->ovf_head;
+		r->ovf_head = o->next;
+		free(o);
+	}
+	memset(r->udh, 0, sizeof(*r->udh) << r->udh_bits);
+	r->inflight = 0;
+	r->defer_head = r->defer_tail = NULL;
+	r->drain_next = 0;
+	r->ovf_head = r->ovf_tail = NULL;         /* the parent's to flush */
+	r->novf = 0;
+	r->wq_head = r->wq_tail = NULL;
+	r->wq_threads = r->wq_idle = 0;
+	r->aio_state = 0;                         /* io_setup() contexts are not inherited */
+	r->aio_ctx = 0;
+	r->aio_inflight = 0;
+	r->aio_npend = 0;
+	r->sqp_on = r->sqp_sleeping = 0;          /* the SQ poller stays the parent's */
+	reactor_child_reset(r);
 }

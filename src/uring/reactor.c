@@ -715,3 +715,31 @@ void reactor_free(struct emu_ring *r)
 	r->th = NULL;
 	r->pgt_cap = r->th_cap = r->th_n = 0;
 }
+
+/* fork()'s child (exec_child_reset): the reactor thread and its epoll sets are
+ * the parent's (closing the child's descriptors of them leaves the parent's
+ * alone), and so are all waiters and timers; the next wait starts a reactor. */
+void reactor_child_reset(struct emu_ring *r)
+{
+	r->reactor_on = 0;
+	int *fds[] = { &r->wake_fd, &r->pp_fd, &r->ep_fd };
+	for (unsigned i = 0; i < 3; i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+	for (unsigned i = 0; i < r->pgt_cap; i++)
+		if (r->pgt[i])
+			*r->pgt[i] = (struct pgroup){ 0 };
+	r->pnow = (struct pgroup){ 0 };
+	r->th_n = 0;
+	r->counted = r->counted_tail = NULL;
+	for (unsigned i = 0; i < r->ms_cap; i++)
+		r->ms[i] = (struct msslot){ NULL, r->ms[i].gen + 1, i + 1 < r->ms_cap ? i + 2 : 0 };
+	r->ms_free = r->ms_cap ? 1 : 0;
+	r->ms_harvest = 0;
+	/* the parent's multishots stay the parent's: none armed or running here */
+	r->ms_armed = 0;
+	r->ms_running = 0;
+	pthread_cond_init(&r->ms_cond, NULL);
+}

@@ -207,7 +207,17 @@ struct emu_ring {
 	pthread_mutex_t sq_lock;       /* one submitter at a time (uring_lock) */
 	pthread_mutex_t lock;          /* everything below */
 	int dying, disabled;
-	int rfd_signalled;             /* ring eventfd holds a count */
+	int *rfd_signalled;            /* ring eventfd holds a count: &rfd_own, or the
+					* shared one once the ring is shared (xs) */
+	int rfd_own;
+	/* sharing across fork (xproc.c): NULL until the first fork(); then the
+	 * shared part (process-shared locks, mailboxes) and this process's slot */
+	struct xshared *xs;
+	int xslot;                     /* -1: this process has not used the ring since fork */
+	int xl_stop;                   /* the listener is asked to leave */
+	int xl_on;                     /* this process's listener runs */
+	pthread_t xlistener;
+	struct emu_ring *gnext, *gprev;  /* all emulated rings of the process (fork, exit) */
 	struct ovf *ovf_head, *ovf_tail;
 	unsigned novf;
 	uint64_t ncompleted;           /* non-timeout completions, for TIMEOUT count */
@@ -346,6 +356,31 @@ int kaio_submit(struct ureq *q, int wr, int ctx);
 void kaio_flush(struct emu_ring *r);
 int kaio_reap_locked(struct emu_ring *r, struct ureq **run);
 void kaio_fini(struct emu_ring *r);
+
+/* xproc.c: a ring shared by the processes that fork()ed with it */
+void xproc_track(struct emu_ring *r);
+void xproc_untrack(struct emu_ring *r);
+int xproc_join(struct emu_ring *r);
+void xproc_leave(struct emu_ring *r);
+void xproc_free(struct emu_ring *r);
+int xproc_ovf_count(struct emu_ring *r, int delta);
+int xproc_others(struct emu_ring *r);
+void xproc_flush_others(struct emu_ring *r);
+void emu_flush_overflow(struct emu_ring *r);
+void emu_flush_overflow_locked(struct emu_ring *r);
+void xproc_sq_lock(struct emu_ring *r);
+void xproc_sq_unlock(struct emu_ring *r);
+void xproc_cq_lock(struct emu_ring *r);
+void xproc_cq_unlock(struct emu_ring *r);
+int32_t xproc_cancel(struct emu_ring *r, unsigned fl, uint64_t ud, int fd, int all);
+int xproc_handover_timeout(struct emu_ring *r, const struct ureq *q, uint64_t left);
+
+/* exec.c, for xproc.c */
+int32_t exec_cancel_here(struct emu_ring *r, unsigned fl, uint64_t ud, int fd);
+int exec_adopt_timeout(struct emu_ring *r, uint64_t ud, uint64_t deadline, unsigned tflags, uint64_t left);
+void exec_leave_locked(struct emu_ring *r);
+void exec_child_reset(struct emu_ring *r);
+void reactor_child_reset(struct emu_ring *r);
 
 /* sqpoll (emu.c) */
 int sqpoll_start(struct emu_ring *r);

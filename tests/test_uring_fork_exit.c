@@ -1,0 +1,163 @@
+/* Description: a process that exits with requests in flight on a ring shared across fork()
+ * has them cancelled (emulated): the child's pipe read (linked to a NOP), a blocking openat of
+ * a FIFO on a worker thread and a poll each get -ECANCELED, and the pipe keeps its data (the
+ * kernel, 6.x, ends them only when their event comes: checked as the reference it is); its TIMEOUT is
+ * handed over and fires in the parent at its deadline (-ETIME, not before); the ring goes on
+ * in the parent, nothing hangs, and after io_uring_queue_exit the parent has the threads and
+ * fds it had before it set the ring up. */
+#include "test_uring.h"
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	CHECK(d != NULL);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - (strcmp(path, "/proc/self/fd") == 0);   /* the DIR's own fd */
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void body(void)
+{
+	int fds0 = count_dir("/proc/self/fd"), threads0 = count_dir("/proc/self/task");
+	char dir[] = "/tmp/tu_fork_exitXXXXXX", fifo[64];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	CHECK_EQ(mkfifo(fifo, 0600), 0);
+	int pfd[2];
+	CHECK_EQ(pipe(pfd), 0);
+	fds0 += 2;
+	/* one struct io_uring for both (its SQ tail is the submitter's copy otherwise) */
+	struct io_uring *rp = mmap(NULL, sizeof(*rp), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(rp != MAP_FAILED);
+#define ring (*rp)
+	int r = io_uring_queue_init(16, &ring, 0);
+	if (r < 0)
+		FAIL("queue_init: %s", strerror(-r));
+	tu_uring_check_mode(&ring);
+	char buf[8];
+	uint64_t t0 = mono_ms();
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, pfd[0], buf, 4, 0);
+		sqe->user_data = 1;
+		sqe->flags |= IOSQE_IO_LINK;
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_nop(sqe);
+		sqe->user_data = 2;
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_openat(sqe, AT_FDCWD, fifo, O_RDONLY, 0);
+		sqe->user_data = 3;
+		sqe->flags |= IOSQE_ASYNC;      /* on a worker: it blocks there */
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_poll_add(sqe, pfd[0], POLLIN);
+		sqe->user_data = 4;
+		static struct __kernel_timespec ts = { 0, 600000000 };
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_timeout(sqe, &ts, 0, 0);
+		sqe->user_data = 5;
+		CHECK_EQ(io_uring_submit(&ring), 5);
+		usleep(100000);                 /* the openat waits for a writer on its worker */
+		exit(0);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	int seen[6] = { 0 };
+	int emu = tu_mode != TU_KERNEL, res1 = 0;
+	for (int i = 0; i < 5; i++) {
+		if (!emu && i == 2) {
+			/* the kernel (6.x) cancels at exit only what uses a ring file; the read and the
+			 * poll stay armed and end when their event comes (-ECANCELED, as the task is
+			 * gone); the emulation, without the child's fds and memory, cancels them at once */
+			CHECK_EQ(write(pfd[1], "abcd", 4), 4);
+		}
+		struct io_uring_cqe c = tu_wait_at(&ring, 20, __LINE__);
+		CHECK(c.user_data >= 1 && c.user_data <= 5);
+		seen[c.user_data]++;
+		switch (c.user_data) {
+		case 1:
+			res1 = c.res;
+			CHECK(c.res == -ECANCELED || (!emu && c.res == 4));
+			break;
+		case 2:
+			CHECK(c.res == -ECANCELED || (!emu && c.res == 0));
+			break;
+		case 3:
+			/* the kernel's io-wq lets the open finish here (into the exited
+			 * child's table); the emulation cancels the worker's request */
+			if (emu)
+				CHECK_EQ(c.res, -ECANCELED);
+			break;
+		case 4:
+			CHECK(c.res == -ECANCELED || (!emu && c.res > 0 && (c.res & POLLIN)));
+			break;
+		case 5:
+			CHECK_EQ(c.res, -ETIME);
+			CHECK(mono_ms() - t0 >= 590);  /* at its deadline, not when the child left */
+			break;
+		}
+	}
+	for (int i = 1; i <= 5; i++)
+		CHECK_EQ(seen[i], 1);
+	if (emu)
+		CHECK_EQ(write(pfd[1], "abcd", 4), 4);
+	if (res1 == -ECANCELED) {
+		/* the pipe is untouched: nobody reads it any more */
+		struct pollfd pf = { pfd[0], POLLIN, 0 };
+		CHECK_EQ(poll(&pf, 1, 10000), 1);
+		CHECK_EQ(read(pfd[0], buf, 4), 4);
+	}
+	/* the ring goes on in the parent */
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, pfd[0], buf, 3, 0);
+	sqe->user_data = 6;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(write(pfd[1], "xyz", 3), 3);
+	struct io_uring_cqe c = tu_wait_at(&ring, 20, __LINE__);
+	CHECK_EQ(c.user_data, 6);
+	CHECK_EQ(c.res, 3);
+	CHECK(memcmp(buf, "xyz", 3) == 0);
+	tu_none(&ring);
+	io_uring_queue_exit(&ring);
+	/* nothing left behind: the listener, reactor and workers end, their fds close */
+	int fds = 0, threads = 0;
+	for (int i = 0; i < 1000; i++) {
+		fds = count_dir("/proc/self/fd");
+		threads = count_dir("/proc/self/task");
+		if (fds == fds0 && threads == threads0)
+			break;
+		usleep(20000);
+	}
+	CHECK_EQ(fds, fds0);
+	CHECK_EQ(threads, threads0);
+	close(pfd[0]);
+	close(pfd[1]);
+	unlink(fifo);
+	rmdir(dir);
+	munmap(rp, sizeof(*rp));
+#undef ring
+}
+
+int main(void)
+{
+	return tu_uring_main(body);
+}

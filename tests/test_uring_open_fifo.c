@@ -1,0 +1,52 @@
+/* Description: OPENAT of a FIFO never blocks the submitter: the inline try opens with
+ * O_NONBLOCK as the kernel's does (O_RDONLY: an fd at once, left blocking as asked; O_WRONLY
+ * without a reader: -ENXIO, the kernel's answer), and IOSQE_ASYNC's open waits on a worker
+ * until a writer comes. */
+#include "test_uring.h"
+#include <fcntl.h>
+#include <sys/stat.h>
+
+static void body(void)
+{
+	struct io_uring ring;
+	int r = io_uring_queue_init(8, &ring, 0);
+	if (r < 0)
+		FAIL("queue_init: %s", strerror(-r));
+	tu_uring_check_mode(&ring);
+	char dir[] = "/tmp/tu_open_fifoXXXXXX", fifo[64];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	CHECK_EQ(mkfifo(fifo, 0600), 0);
+	struct io_uring_cqe c;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_openat(sqe, AT_FDCWD, fifo, O_RDONLY, 0);
+	CHECK_EQ(io_uring_submit(&ring), 1);          /* returns: nothing waits for a writer */
+	tu_next(&ring, &c);
+	CHECK(c.res >= 0);
+	CHECK_EQ(fcntl(c.res, F_GETFL) & O_NONBLOCK, 0);
+	close(c.res);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_openat(sqe, AT_FDCWD, fifo, O_WRONLY, 0);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_next(&ring, &c);
+	CHECK_EQ(c.res, -ENXIO);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_openat(sqe, AT_FDCWD, fifo, O_RDONLY, 0);
+	sqe->flags |= IOSQE_ASYNC;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_none(&ring);                               /* it waits for a writer */
+	int w = open(fifo, O_WRONLY);
+	CHECK(w >= 0);
+	tu_next(&ring, &c);
+	CHECK(c.res >= 0);
+	close(c.res);
+	close(w);
+	io_uring_queue_exit(&ring);
+	unlink(fifo);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	return tu_uring_main(body);
+}
