@@ -563,7 +563,7 @@ static inline void cq_unlock(struct emu_ring *r)
 static void ring_efd_signal(struct emu_ring *r)
 {
 	if (!*r->rfd_signalled) {
-		*r->rfd_signalled = 1;
+		__atomic_store_n(r->rfd_signalled, 1, __ATOMIC_RELAXED);   /* enter peeks */
 		uint64_t one = 1;
 		ssize_t w = write(r->ifd, &one, sizeof(one));
 		(void)w;
@@ -623,7 +623,7 @@ int emu_cq_full_locked(struct emu_ring *r)
 }
 
 /* Move overflowed CQEs into the CQ as room allows (ring lock held). */
-static void flush_overflow_locked(struct emu_ring *r)
+void emu_flush_overflow_locked(struct emu_ring *r)
 {
 	if (!r->ovf_head || r->dying)
 		return;
@@ -651,16 +651,11 @@ static void flush_overflow_locked(struct emu_ring *r)
 	cq_unlock(r);
 }
 
-void emu_flush_overflow_locked(struct emu_ring *r)
-{
-	flush_overflow_locked(r);
-}
-
 /* Another process asks (xproc.c): move what overflowed here into the CQ. */
 void emu_flush_overflow(struct emu_ring *r)
 {
 	pthread_mutex_lock(&r->lock);
-	flush_overflow_locked(r);
+	emu_flush_overflow_locked(r);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -677,7 +672,7 @@ static void efd_clear_locked(struct emu_ring *r)
 	uint64_t v;
 	ssize_t rd = read(r->ifd, &v, sizeof(v));
 	(void)rd;
-	*r->rfd_signalled = 0;
+	__atomic_store_n(r->rfd_signalled, 0, __ATOMIC_RELAXED);
 	cq_unlock(r);
 }
 
@@ -739,7 +734,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 		pthread_mutex_lock(&r->lock);
 		if (r->aio_inflight)
 			kaio_reap_locked(r, &run);
-		flush_overflow_locked(r);
+		emu_flush_overflow_locked(r);
 		if (r->ms_armed)
 			reactor_mshot_harvest_locked(r, &run);
 		int enough = cq_ready(r) >= min || r->dying;
@@ -868,7 +863,7 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 		    (r->xs && xproc_ovf_count(r, 0)))
 			ret = wait_cq(r, min_complete, deadline, maskp);
 	}
-	if (*r->rfd_signalled && !cq_ready(r)) {
+	if (__atomic_load_n(r->rfd_signalled, __ATOMIC_RELAXED) && !cq_ready(r)) {
 		struct ureq *run = NULL;
 		pthread_mutex_lock(&r->lock);
 		if (!cq_ready(r) && !r->ovf_head) {

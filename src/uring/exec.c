@@ -1722,7 +1722,7 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 			pp = &(*pp)->qnext;
 		}
 		if (*pp) {
-			*pp = q->qnext;
+			__atomic_store_n(pp, q->qnext, __ATOMIC_RELAXED);   /* may be defer_head */
 			if (r->defer_tail == q)
 				r->defer_tail = prev;
 		}

@@ -127,14 +127,16 @@ struct ureq {
 	struct __kernel_timespec ts;   /* TIMEOUT/LINK_TIMEOUT, copied at submission */
 };
 
-/* FIFO of requests linked by qnext (worker queue, drain queue). */
+/* FIFO of requests linked by qnext (worker queue, drain queue). Changed under a
+ * lock; the head is stored atomically because the submit fast path peeks at the
+ * drain queue's head without the lock (relaxed: a plain move on x86-64). */
 static inline void rq_push(struct ureq **head, struct ureq **tail, struct ureq *q)
 {
 	q->qnext = NULL;
 	if (*tail)
 		(*tail)->qnext = q;
 	else
-		*head = q;
+		__atomic_store_n(head, q, __ATOMIC_RELAXED);
 	*tail = q;
 }
 
@@ -142,7 +144,7 @@ static inline struct ureq *rq_pop(struct ureq **head, struct ureq **tail)
 {
 	struct ureq *q = *head;
 	if (q) {
-		*head = q->qnext;
+		__atomic_store_n(head, q->qnext, __ATOMIC_RELAXED);
 		if (!*head)
 			*tail = NULL;
 		q->qnext = NULL;
