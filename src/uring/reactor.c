@@ -599,6 +599,7 @@ static int pp_wait(struct emu_ring *r, struct epoll_event *ev, uint64_t next)
 
 static void *reactor_main(void *arg)
 {
+	emu_thread_running();
 	struct emu_ring *r = arg;
 	struct epoll_event ev[REACTOR_EVENTS];
 	for (;;) {
@@ -668,16 +669,9 @@ int reactor_start_locked(struct emu_ring *r)
 		}
 		r->wake_fd = fd;
 	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	atomic_fetch_add(&r->refs, 1);
-	int e = pthread_create(&r->reactor, NULL, reactor_main, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e) {
-		atomic_fetch_sub(&r->refs, 1);
+	int e = emu_thread_start(r, &r->reactor, 0, 1, reactor_main);
+	if (e)
 		return -e;
-	}
 	r->reactor_on = 1;
 	return 0;
 }

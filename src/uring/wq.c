@@ -10,7 +10,6 @@
  * touch the ring after dropping its reference.
  */
 #include <errno.h>
-#include <signal.h>
 #include <time.h>
 #include "uring_int.h"
 
@@ -18,6 +17,7 @@
 
 static void *worker(void *arg)
 {
+	emu_thread_running();
 	struct emu_ring *r = arg;
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
@@ -58,21 +58,10 @@ void wq_queue(struct ureq *q)
 		pthread_cond_signal(&r->wq_cond);
 	} else if (r->wq_threads < emu_wq_max_locked(r)) {
 		pthread_t t;
-		pthread_attr_t at;
-		sigset_t all, old;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		atomic_fetch_add(&r->refs, 1);
-		if (pthread_create(&t, &at, worker, r) == 0) {
+		if (emu_thread_start(r, &t, 1, 1, worker) == 0)
 			r->wq_threads++;
-		} else {
-			atomic_fetch_sub(&r->refs, 1);
+		else
 			self = !r->wq_threads;            /* no thread at all: run it here */
-		}
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&at);
 	}
 	if (self) {
 		rq_pop(&r->wq_head, &r->wq_tail);     /* q: the only one queued */

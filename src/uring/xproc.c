@@ -116,6 +116,7 @@ void xproc_cq_unlock(struct emu_ring *r)
 
 static void *listener(void *arg)
 {
+	emu_thread_running();
 	struct emu_ring *r = arg;
 	struct xslot *s = &r->xs->slot[r->xslot];
 	rlock(&s->alive);
@@ -147,16 +148,9 @@ static void *listener(void *arg)
 
 static int listener_start(struct emu_ring *r)
 {
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	atomic_fetch_add(&r->refs, 1);
 	r->xl_stop = 0;
-	int e = pthread_create(&r->xlistener, NULL, listener, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e)
-		atomic_fetch_sub(&r->refs, 1);
-	else
+	int e = emu_thread_start(r, &r->xlistener, 0, 1, listener);
+	if (!e)
 		r->xl_on = 1;
 	return -e;
 }
@@ -390,6 +384,7 @@ static void fork_prepare(void)
 		 * cancel waits for the parent's listener instead of missing it */
 		claim_slot(r);
 	}
+	emu_threads_settle();        /* none of ours starts inside an allocator the child inherits */
 }
 
 static void fork_parent(void)
