@@ -175,6 +175,14 @@ static inline struct io_uring_cqe tu_wait_at(struct io_uring *ring, int secs, in
 	return c;
 }
 
+/* The forked child pid ended with exit status 0. */
+static inline void tu_child_ok(pid_t pid)
+{
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* A process-shared barrier of n, in memory the caller maps MAP_SHARED; and its wait. */
 static inline void tu_pbarrier_init(pthread_barrier_t *b, unsigned n)
 {

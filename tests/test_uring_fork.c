@@ -35,9 +35,7 @@ static void body(void)
 		CHECK_EQ(timeout_res(), -ETIME);
 		exit(0);
 	}
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	tu_child_ok(pid);
 }
 
 int main(void)

@@ -78,9 +78,7 @@ static void body(void)
 		usleep(100000);                 /* the openat waits for a writer on its worker */
 		exit(0);
 	}
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	tu_child_ok(pid);
 	int seen[6] = { 0 };
 	int emu = tu_mode != TU_KERNEL, res1 = 0;
 	for (int i = 0; i < 5; i++) {

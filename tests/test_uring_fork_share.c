@@ -252,9 +252,7 @@ static void body(void)
 	CHECK_EQ(got[4], nto());
 	CHECK_EQ(w203, 1);
 	barrier();                                        /* B8 */
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	tu_child_ok(pid);
 	/* the ring goes on in the parent */
 	sqe = io_uring_get_sqe(&sh->ring);
 	io_uring_prep_write(sqe, shared_fd, "after\n", 6, 0);
