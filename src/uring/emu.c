@@ -988,7 +988,12 @@ void emu_threads_settle(void)
 		else
 			usleep(100);
 	}
-	__atomic_store_n(&threads_starting, 0, __ATOMIC_RELAXED);   /* the child has none */
+}
+
+/* In a forked child: none of the parent's threads is there to start. */
+void emu_threads_forked(void)
+{
+	__atomic_store_n(&threads_starting, 0, __ATOMIC_RELAXED);
 }
 
 int sqpoll_start(struct emu_ring *r)

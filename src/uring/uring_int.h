@@ -389,10 +389,11 @@ int sqpoll_start(struct emu_ring *r);
 /* The library's threads (workers, reactor, SQPOLL poller, fork listener): started
  * with every signal blocked, holding a ring reference if take_ref; fn calls
  * emu_thread_running() first. emu_threads_settle() (fork) waits for those still
- * starting. */
+ * starting; emu_threads_forked() forgets them in the child. */
 int emu_thread_start(struct emu_ring *r, pthread_t *t, int detached, int take_ref, void *(*fn)(void *));
 void emu_thread_running(void);
 void emu_threads_settle(void);
+void emu_threads_forked(void);
 void sqpoll_stop(struct emu_ring *r);
 
 #endif
