@@ -5,7 +5,8 @@
  * from a registered buffer (IORING_RECVSEND_FIXED_BUF) it sends that memory, and an address
  * outside it is -EFAULT, still followed by the notification; the destination of a SEND_ZC on an
  * unconnected UDP socket is read at submission; CQE_SKIP_SUCCESS is -EINVAL with one CQE; the
- * emulated ring's probe reports both opcodes. */
+ * emulated ring's probe reports both opcodes; a ring torn down while a SEND_ZC with an address
+ * waits for room leaves nothing behind. */
 #include "test_uring.h"
 
 #ifndef IORING_SEND_ZC_REPORT_USAGE
@@ -145,6 +146,30 @@ static void body(void)
 	CHECK(io_uring_opcode_supported(p, IORING_OP_SENDMSG_ZC));
 	io_uring_free_probe(p);
 	io_uring_queue_exit(&ring);
+
+	/* 8. a ring torn down while a SEND_ZC with an address waits for room (a TCP peer
+	 * that reads nothing: the send buffer is full): the address copied at submission
+	 * is freed with it (the sanitizer build's leak check at exit says if not) */
+	CHECK_EQ(io_uring_queue_init(4, &ring, 0), 0);
+	struct sockaddr_in la;
+	int zl = tu_listener(0, &la), tc = tu_connect(&la), tp = accept(zl, NULL, NULL);
+	CHECK(tp >= 0);
+	static char blk[65536];
+	while (send(tc, blk, sizeof blk, MSG_DONTWAIT) > 0)
+		;
+	CHECK_EQ(errno, EAGAIN);
+	s = tu_sqe(&ring);
+	io_uring_prep_send_zc(s, tc, blk, sizeof blk, 0, 0);
+	io_uring_prep_send_set_addr(s, (struct sockaddr *)&la, sizeof la);
+	s->user_data = 9;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	usleep(50000);
+	struct io_uring_cqe *cp;
+	CHECK_EQ(io_uring_peek_cqe(&ring, &cp), -EAGAIN);   /* it waits */
+	io_uring_queue_exit(&ring);
+	close(tc);
+	close(tp);
+	close(zl);
 }
 
 int main(void)

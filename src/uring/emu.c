@@ -241,8 +241,7 @@ static void emu_free(struct emu_ring *r)
 	while (r->live) {
 		struct ureq *q = r->live;
 		r->live = q->next;
-		if (q->iov && q->iov != q->iov_in)
-			free(q->iov);
+		exec_args_free(q);        /* a SEND_ZC's address, waiting for room */
 		if (q->mshot && q->ms_dup)
 			close(q->ms_fd);
 		free(q);

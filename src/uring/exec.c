@@ -169,10 +169,10 @@ void exec_live_del(struct ureq *q)
 	q->next = q->prev = NULL;
 }
 
-void exec_put_locked(struct emu_ring *r, struct ureq *q)
+/* Free what a request copied at submission: its iovec array and path or
+ * address arguments. */
+void exec_args_free(struct ureq *q)
 {
-	reactor_forget_locked(q);
-	exec_live_del(q);
 	if (q->iov && q->iov != q->iov_in)
 		free(q->iov);
 	if (q->p1 || q->p2) {
@@ -181,6 +181,13 @@ void exec_put_locked(struct emu_ring *r, struct ureq *q)
 	}
 	q->iov = NULL;
 	q->p1 = q->p2 = NULL;
+}
+
+void exec_put_locked(struct emu_ring *r, struct ureq *q)
+{
+	reactor_forget_locked(q);
+	exec_live_del(q);
+	exec_args_free(q);
 	q->state = RS_FREE;
 	q->qnext = r->freelist;
 	r->freelist = q;
@@ -2721,14 +2728,9 @@ void exec_child_reset(struct emu_ring *r)
 	while (r->live) {
 		struct ureq *q = r->live;
 		r->live = q->next;
-		if (q->iov && q->iov != q->iov_in)
-			free(q->iov);
-		free(q->p1);
-		free(q->p2);
+		exec_args_free(q);
 		if (q->mshot && q->ms_dup)
 			close(q->ms_fd);             /* the child's copy of the dup */
-		q->iov = NULL;
-		q->p1 = q->p2 = NULL;
 		q->state = RS_FREE;
 		q->qnext = r->freelist;
 		r->freelist = q;

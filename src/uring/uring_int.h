@@ -322,6 +322,7 @@ void exec_issue_list(struct ureq *list, int ctx);
 int exec_supported(unsigned op);
 void exec_put_locked(struct emu_ring *r, struct ureq *q);
 void exec_live_del(struct ureq *q);
+void exec_args_free(struct ureq *q);
 int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct ureq **run);
 void exec_fill_probe(struct io_uring_probe *p, unsigned n);
 int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out);
