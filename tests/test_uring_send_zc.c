@@ -5,7 +5,8 @@
  * from a registered buffer (IORING_RECVSEND_FIXED_BUF) it sends that memory, and an address
  * outside it is -EFAULT, still followed by the notification; the destination of a SEND_ZC on an
  * unconnected UDP socket is read at submission; CQE_SKIP_SUCCESS is -EINVAL with one CQE; the
- * emulated ring's probe reports both opcodes; a ring torn down while a SEND_ZC with an address
+ * emulated ring's probe reports both opcodes; on a unix socket both are -EOPNOTSUPP, as the
+ * kernel zero-copies only TCP and UDP; a ring torn down while a SEND_ZC with an address
  * waits for room leaves nothing behind. */
 #include "test_uring.h"
 
@@ -138,6 +139,28 @@ static void body(void)
 	arrives(ur, "dgram", 5);
 	close(u);
 	close(ur);
+
+	/* 6b. the kernel zero-copies only TCP and UDP: on a unix socket both are -EOPNOTSUPP,
+	 * then the notification; nothing is sent */
+	int us[2];
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, us), 0);
+	s = tu_sqe(&ring);
+	io_uring_prep_send_zc(s, us[0], "unix", 4, 0, 0);
+	s->user_data = 10;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	two(&ring, 10, -EOPNOTSUPP);
+	struct iovec uv = { (void *)"unix", 4 };
+	struct msghdr um = { .msg_iov = &uv, .msg_iovlen = 1 };
+	s = tu_sqe(&ring);
+	io_uring_prep_sendmsg_zc(s, us[0], &um, 0);
+	s->user_data = 11;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	two(&ring, 11, -EOPNOTSUPP);
+	char ub[8];
+	CHECK_EQ(recv(us[1], ub, sizeof ub, MSG_DONTWAIT), -1);
+	CHECK_EQ(errno, EAGAIN);
+	close(us[0]);
+	close(us[1]);
 
 	/* 7. the probe reports them */
 	struct io_uring_probe *p = io_uring_get_probe_ring(&ring);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -983,6 +984,23 @@ static int32_t op_rw(struct ureq *q, int ctx)
 static int stream_sock(int fd);
 static int stabilize_msg(struct ureq *q);
 
+/* Whether the kernel would zero-copy from this socket (its SOCK_SUPPORT_ZC: TCP
+ * and UDP over IPv4 and IPv6): else SEND_ZC and SENDMSG_ZC are -EOPNOTSUPP
+ * there, as in the kernel, although the emulation copies anyway. 0 or -errno. */
+static int zc_socket(int fd)
+{
+	int v;
+	socklen_t l = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l) < 0)
+		return -errno;                  /* -ENOTSOCK: not a socket */
+	if (v != AF_INET && v != AF_INET6)
+		return -EOPNOTSUPP;
+	l = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) < 0)
+		return -errno;
+	return v == IPPROTO_TCP || v == IPPROTO_UDP || v == IPPROTO_UDPLITE ? 0 : -EOPNOTSUPP;
+}
+
 static int32_t op_sendrecv(struct ureq *q, int ctx)
 {
 	struct io_uring_sqe *s = &q->sqe;
@@ -993,6 +1011,8 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 	int is_send = op == IORING_OP_SEND || op == IORING_OP_SENDMSG || op == IORING_OP_SEND_ZC ||
 		      op == IORING_OP_SENDMSG_ZC;
 	int msg = op == IORING_OP_SENDMSG || op == IORING_OP_RECVMSG || op == IORING_OP_SENDMSG_ZC;
+	if ((op == IORING_OP_SEND_ZC || op == IORING_OP_SENDMSG_ZC) && !q->done && (e = zc_socket(q->fd)) < 0)
+		return e;
 	/* a SEND_ZC from a registered buffer: the memory is the program's own */
 	if (op == IORING_OP_SEND_ZC && (s->ioprio & IORING_RECVSEND_FIXED_BUF) && !q->done &&
 	    (e = fixed_range(q)) < 0)
