@@ -304,6 +304,20 @@ static int ustrdup(const void *src, char **out)
 	return -ENAMETOOLONG;
 }
 
+/* A path argument, copied as the kernel's ring does at prep (getname): an empty
+ * one is -ENOENT there, before its directory fd is looked at, unless the op's
+ * AT_EMPTY_PATH allows it. */
+static int upath(const void *src, char **out, int empty_ok)
+{
+	int e = ustrdup(src, out);
+	if (!e && !empty_ok && !**out) {
+		free(*out);
+		*out = NULL;
+		return -ENOENT;
+	}
+	return e;
+}
+
 /* ---- preparation: validation done once, at submission ---- */
 
 #define SQE_FLAGS (IOSQE_FIXED_FILE | IOSQE_IO_DRAIN | IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_ASYNC | \
@@ -314,6 +328,12 @@ static int is_rw(unsigned op)
 	return op == IORING_OP_READ || op == IORING_OP_WRITE || op == IORING_OP_READV || op == IORING_OP_WRITEV ||
 	       op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED;
 }
+
+/* RWF_ flags up to RWF_DONTCACHE (0x80): a kernel may know them (the read or
+ * write system call says); above, none does. RWF_REFUSED: what the request
+ * path looks at before the system call (the fast path leaves them to it). */
+#define RWF_KNOWN 0xffu
+#define RWF_REFUSED ((unsigned)RWF_HIPRI | ~RWF_KNOWN)
 
 static int is_write(unsigned op)
 {
@@ -409,14 +429,16 @@ static int prep(struct emu_ring *r, struct ureq *q)
 	case IORING_OP_MKDIRAT:
 		if (s->flags & IOSQE_FIXED_FILE)
 			return -EBADF;
-		return ustrdup((void *)(uintptr_t)s->addr, &q->p1);
+		return upath((void *)(uintptr_t)s->addr, &q->p1,
+			     s->opcode == IORING_OP_STATX && (s->statx_flags & AT_EMPTY_PATH));
 	case IORING_OP_RENAMEAT:
 	case IORING_OP_LINKAT:
 	case IORING_OP_SYMLINKAT: {
 		if (s->flags & IOSQE_FIXED_FILE)
 			return -EBADF;
-		int e = ustrdup((void *)(uintptr_t)s->addr, &q->p1);
-		return e ? e : ustrdup((void *)(uintptr_t)s->addr2, &q->p2);
+		int e = upath((void *)(uintptr_t)s->addr, &q->p1,
+			      s->opcode == IORING_OP_LINKAT && (s->hardlink_flags & AT_EMPTY_PATH));
+		return e ? e : upath((void *)(uintptr_t)s->addr2, &q->p2, 0);
 	}
 	case IORING_OP_SETXATTR:
 	case IORING_OP_GETXATTR: {
@@ -830,6 +852,25 @@ static int fixed_range(struct ureq *q)
 	return 0;
 }
 
+/* A read's or write's early error e, in the kernel's order: a READV/WRITEV's iovec
+ * array is taken at prep, before all (-EFAULT); then the file (-EBADF) and its
+ * mode (-EBADF: looked at here, an fcntl on the error path only, since the cached
+ * kind of an fd number may be stale); then the flags and the offset (e). */
+static int32_t rw_early_err(struct ureq *q, int wr, int32_t e)
+{
+	unsigned op = q->sqe.opcode;
+	int e2;
+	if ((op == IORING_OP_READV || op == IORING_OP_WRITEV) && !(q->sqe.flags & IOSQE_BUFFER_SELECT) &&
+	    (e2 = stabilize_iov(q)) < 0)
+		return e2;
+	if (e == -EBADF)
+		return e;
+	int fl = fcntl(q->fd, F_GETFL);
+	if (fl >= 0 && ((fl & O_PATH) || (fl & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY)))
+		return -EBADF;
+	return e;
+}
+
 static int32_t op_rw(struct ureq *q, int ctx)
 {
 	struct io_uring_sqe *s = &q->sqe;
@@ -837,7 +878,21 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	int wr = is_write(op);
 	int e = req_file(q);
 	if (e)
-		return e;
+		return rw_early_err(q, wr, e);
+	/* RWF_ flags no kernel knows: -EOPNOTSUPP; RWF_HIPRI on a ring without
+	 * IOPOLL: -EINVAL (the kernel's order), whatever the file */
+	if ((unsigned)s->rw_flags & RWF_REFUSED) {
+		if ((unsigned)s->rw_flags & ~RWF_KNOWN)
+			return rw_early_err(q, wr, -EOPNOTSUPP);
+		if (!(q->r->flags & IORING_SETUP_IOPOLL))
+			return rw_early_err(q, wr, -EINVAL);
+	}
+	/* a socket at an offset above 0: -ESPIPE, as the kernel's ring has it (below -1:
+	 * -EINVAL, below; a pipe's offset is ignored); the cached kind is confirmed */
+	struct stat st;
+	if (q->fe.kind == FK_SOCK && (int64_t)s->off > 0 && !q->done &&
+	    fstat(q->fd, &st) == 0 && S_ISSOCK(st.st_mode))
+		return rw_early_err(q, wr, -ESPIPE);
 	if (op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED) {
 		if (!q->iov) {
 			if ((e = fixed_range(q)) < 0)
@@ -883,7 +938,7 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	int stream = q->fe.kind == FK_POLL || q->fe.kind == FK_SOCK;
 	int64_t off = (int64_t)s->off;
 	if (off < -1)
-		return -EINVAL;
+		return rw_early_err(q, wr, -EINVAL);
 	if (off != -1)
 		off += (int64_t)q->done;
 
@@ -1444,14 +1499,17 @@ static int32_t op_open(struct ureq *q, int ctx)
 		}
 	} else {
 		how.flags = s->open_flags;
-		how.mode = (how.flags & (O_CREAT | O_TMPFILE)) ? s->len : 0;
+		/* O_TMPFILE holds O_DIRECTORY's bit: all of it, or O_DIRECTORY alone had
+		 * its mode passed, which openat2 refuses (-EINVAL) */
+		how.mode = (how.flags & O_CREAT) || (how.flags & O_TMPFILE) == O_TMPFILE ? s->len : 0;
 	}
 	how.flags |= O_LARGEFILE;
 	if (s->file_index)
 		how.flags |= O_CLOEXEC;
 	int dfd = s->fd;
 	if (ctx != CTX_WORKER) {
-		if (how.flags & (O_CREAT | O_TRUNC | O_TMPFILE) || (s->flags & IOSQE_ASYNC))
+		if (how.flags & (O_CREAT | O_TRUNC) || (how.flags & O_TMPFILE) == O_TMPFILE ||
+		    (s->flags & IOSQE_ASYNC))
 			return exec_punt(q);
 		struct open_how c = how;
 		/* the inline try, as the kernel's: only if the lookup is cached, and
@@ -1530,7 +1588,15 @@ static int32_t op_splice(struct ureq *q)
 		return ret_errno(tee(in.fd, q->fd, s->len, sf));
 	}
 	loff_t oin = (loff_t)s->splice_off_in, oout = (loff_t)s->off;
-	return ret_errno(splice(in.fd, oin == -1 ? NULL : &oin, q->fd, oout == -1 ? NULL : &oout, s->len, sf));
+	ssize_t n = splice(in.fd, oin == -1 ? NULL : &oin, q->fd, oout == -1 ? NULL : &oout, s->len, sf);
+	if (n >= 0 || errno != ESPIPE)
+		return ret_errno(n);
+	/* splice(2) refuses an offset on a pipe before it looks at the files' modes;
+	 * the kernel's ring looks at the modes first (-EBADF) */
+	int fin = fcntl(in.fd, F_GETFL), fout = fcntl(q->fd, F_GETFL);
+	if (fin >= 0 && fout >= 0 && ((fin & O_ACCMODE) == O_WRONLY || (fout & O_ACCMODE) == O_RDONLY))
+		return -EBADF;
+	return -ESPIPE;
 }
 
 /* IORING_MSG_SEND_FD: the registered file at index addr3 of q's ring goes to
@@ -2420,7 +2486,7 @@ static int fast_rw(struct emu_ring *r, const struct io_uring_sqe *s, int32_t *re
 	unsigned op = s->opcode;
 	int vec = op == IORING_OP_READV || op == IORING_OP_WRITEV;
 	if ((op != IORING_OP_READ && op != IORING_OP_WRITE && !vec) || s->flags || s->ioprio || s->personality ||
-	    (int64_t)s->off < -1 || (unsigned)s->fd >= EMU_FCACHE)
+	    (int64_t)s->off < -1 || (unsigned)s->fd >= EMU_FCACHE || ((unsigned)s->rw_flags & RWF_REFUSED))
 		return 0;
 	const struct fent *fe = &r->fcache[s->fd];
 	if (!__atomic_load_n(&fe->valid, __ATOMIC_ACQUIRE) || fe->kind != FK_REG || fe->direct)

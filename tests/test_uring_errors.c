@@ -1,0 +1,127 @@
+/* Description: requests that fail fail as the kernel's ring fails them, in all three modes (the
+ * differences test_uring_differential found): READ/WRITE with RWF_HIPRI on a ring without IOPOLL
+ * is -EINVAL and with an RWF_ flag no kernel knows -EOPNOTSUPP, both after the file's mode
+ * (-EBADF for a read-only fd written); a READV whose iovec array is unreadable is -EFAULT even on
+ * a bad fd; a read of a socket at an offset above 0 is -ESPIPE (a pipe's offset is ignored);
+ * an empty path is -ENOENT when it is taken, before the other path is looked up or read; OPENAT with O_DIRECTORY and a
+ * mode opens the directory (the mode is ignored, not -EINVAL); a SPLICE into a pipe's read end
+ * with an offset on the other pipe is -EBADF, not -ESPIPE. */
+#include "test_uring.h"
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+/* Submit the SQE prepared, return its CQE's res. */
+static int32_t res(struct io_uring *ring)
+{
+	CHECK_EQ(io_uring_submit(ring), 1);
+	struct io_uring_cqe c;
+	tu_next(ring, &c);
+	return c.res;
+}
+
+static void body(void)
+{
+	struct io_uring ring;
+	CHECK_EQ(io_uring_queue_init(8, &ring, 0), 0);
+	tu_uring_check_mode(&ring);
+	char dir[] = "/tmp/tu_errorsXXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char path[64];
+	snprintf(path, sizeof path, "%s/f", dir);
+	int fd = open(path, O_RDWR | O_CREAT, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, "0123456789abcdef", 16), 16);
+	int ro = open(path, O_RDONLY);
+	CHECK(ro >= 0);
+	char buf[128];
+
+	/* RWF_ flags: HIPRI without IOPOLL, an unknown one; the mode first (a read first,
+	 * so that the emulation knows fd as a file: its fast path must refuse them too) */
+	struct io_uring_sqe *s = tu_sqe(&ring);
+	io_uring_prep_read(s, fd, buf, 16, 0);
+	CHECK_EQ(res(&ring), 16);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, fd, buf, 16, 0);
+	s->rw_flags = RWF_HIPRI;
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_write(s, fd, buf, 16, 0);
+	s->rw_flags = (int)0x80000000u;
+	CHECK_EQ(res(&ring), -EOPNOTSUPP);
+	s = tu_sqe(&ring);
+	io_uring_prep_write(s, ro, buf, 16, 0);
+	s->rw_flags = RWF_HIPRI;
+	CHECK_EQ(res(&ring), -EBADF);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, fd, buf, 16, (uint64_t)-5);
+	CHECK_EQ(res(&ring), -EINVAL);
+
+	/* READV: the iovec array before the fd */
+	s = tu_sqe(&ring);
+	io_uring_prep_readv(s, 1000, (struct iovec *)0x10, 1, 0);
+	CHECK_EQ(res(&ring), -EFAULT);
+
+	/* a socket at an offset: -ESPIPE; a pipe's offset is ignored */
+	int sv[2], p[2];
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CHECK_EQ(write(sv[1], "sock", 4), 4);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, sv[0], buf, 4, 16);
+	CHECK_EQ(res(&ring), -ESPIPE);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, sv[0], buf, 4, 0);
+	CHECK_EQ(res(&ring), 4);
+	CHECK_EQ(pipe(p), 0);
+	CHECK_EQ(write(p[1], "pipe", 4), 4);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, p[0], buf, 4, 16);
+	CHECK_EQ(res(&ring), 4);
+
+	/* paths: an empty one is -ENOENT when it is taken, before the other path is
+	 * looked up or read */
+	s = tu_sqe(&ring);
+	io_uring_prep_renameat(s, AT_FDCWD, "/tmp/tu_errors_none/f/x", AT_FDCWD, "", 0);
+	CHECK_EQ(res(&ring), -ENOENT);
+	snprintf(buf, sizeof buf, "%s/x", path);         /* below a file */
+	s = tu_sqe(&ring);
+	io_uring_prep_renameat(s, AT_FDCWD, buf, AT_FDCWD, "", 0);
+	CHECK_EQ(res(&ring), -ENOENT);
+	s = tu_sqe(&ring);
+	io_uring_prep_symlinkat(s, "", AT_FDCWD, (const char *)0x10);
+	CHECK_EQ(res(&ring), -ENOENT);
+	s = tu_sqe(&ring);
+	io_uring_prep_mkdirat(s, 1000, "x", 0700);
+	CHECK_EQ(res(&ring), -EBADF);
+	/* O_DIRECTORY with a mode: the directory */
+	s = tu_sqe(&ring);
+	io_uring_prep_openat(s, AT_FDCWD, dir, O_DIRECTORY, 0600);
+	int dfd = res(&ring);
+	CHECK(dfd >= 0 || (fprintf(stderr, "openat O_DIRECTORY: %d\n", dfd), 0));
+	struct stat st;
+	CHECK_EQ(fstat(dfd, &st), 0);
+	CHECK(S_ISDIR(st.st_mode));
+	close(dfd);
+
+	/* SPLICE from a pipe at an offset into a pipe's read end: the mode first */
+	int q[2];
+	CHECK_EQ(pipe(q), 0);
+	s = tu_sqe(&ring);
+	io_uring_prep_splice(s, p[0], 0, q[0], -1, 4, 0);
+	CHECK_EQ(res(&ring), -EBADF);
+	s = tu_sqe(&ring);
+	io_uring_prep_splice(s, p[0], 0, q[1], -1, 4, 0);
+	CHECK_EQ(res(&ring), -ESPIPE);
+
+	tu_none(&ring);
+	io_uring_queue_exit(&ring);
+	close(fd);
+	close(ro);
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	return tu_uring_main(body);
+}
