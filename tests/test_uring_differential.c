@@ -159,15 +159,11 @@ static void scope(struct gen *g)
 		 * -EISDIR, preadv2 -EOPNOTSUPP (a file without read_iter takes no flags) */
 		if (g->fd_i == F_DIR)
 			g->op_flags &= ~(unsigned)(RWF_DSYNC | RWF_SYNC | RWF_APPEND);
-		if (stream)                     /* the wrong end of a pipe: -EBADF at once */
-			g->sqe_flags = 0;
 	}
 	if (g->op == IORING_OP_POLL_ADD && !stream)   /* not pollable: -EINVAL */
 		g->fd_i = F_PIPE_R;
 	if (g->op == IORING_OP_POLL_ADD && g->fd_i == F_SOCK)   /* EPOLLRDHUP is always reported */
 		g->fd_i = F_PIPE_W;
-	if ((g->op == IORING_OP_SEND || g->op == IORING_OP_RECV) && g->fd_i != F_SOCK)
-		g->sqe_flags = 0;               /* not a socket: -ENOTSOCK at once */
 	if (g->op == IORING_OP_PROVIDE_BUFFERS) {   /* 0 buffers: -E2BIG; memory is not looked at */
 		g->addr_k = 3;
 		g->len |= 1;

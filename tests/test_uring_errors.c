@@ -3,6 +3,7 @@
  * is -EINVAL and with an RWF_ flag no kernel knows -EOPNOTSUPP, both after the file's mode
  * (-EBADF for a read-only fd written); a READV whose iovec array is unreadable is -EFAULT even on
  * a bad fd; a read of a socket at an offset above 0 is -ESPIPE (a pipe's offset is ignored);
+ * with IOSQE_ASYNC a read of a pipe's write end is -EBADF and a RECV of a pipe -ENOTSOCK at once;
  * an empty path is -ENOENT when it is taken, before the other path is looked up or read; OPENAT with O_DIRECTORY and a
  * mode opens the directory (the mode is ignored, not -EINVAL); a SPLICE into a pipe's read end
  * with an offset on the other pipe is -EBADF, not -ESPIPE. */
@@ -77,6 +78,15 @@ static void body(void)
 	s = tu_sqe(&ring);
 	io_uring_prep_read(s, p[0], buf, 4, 16);
 	CHECK_EQ(res(&ring), 4);
+	/* with IOSQE_ASYNC: a read of a pipe's write end, a recv of a pipe: at once */
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, p[1], buf, 4, 0);
+	s->flags |= IOSQE_ASYNC;
+	CHECK_EQ(res(&ring), -EBADF);
+	s = tu_sqe(&ring);
+	io_uring_prep_recv(s, p[0], buf, 4, 0);
+	s->flags |= IOSQE_ASYNC;
+	CHECK_EQ(res(&ring), -ENOTSOCK);
 
 	/* paths: an empty one is -ENOENT when it is taken, before the other path is
 	 * looked up or read */

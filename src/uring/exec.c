@@ -959,8 +959,12 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		if ((s->flags & IOSQE_ASYNC) && ctx == CTX_INLINE) {
 			if ((e = stabilize_iov(q)) < 0)
 				return e;
-			if (stream)
+			if (stream) {
+				/* the wrong end of a pipe: -EBADF now, not a wait that never ends */
+				if ((e = rw_early_err(q, wr, 0)) < 0)
+					return e;
 				return exec_wait_ready(q, wr ? POLLOUT : POLLIN);
+			}
 			return exec_punt(q);
 		}
 		flags |= RWF_NOWAIT;
@@ -1090,8 +1094,13 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 			return e;
 		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->bid << IORING_CQE_BUFFER_SHIFT);
 	}
-	if (ctx == CTX_INLINE && ((s->flags & IOSQE_ASYNC) || (s->ioprio & IORING_RECVSEND_POLL_FIRST)))
+	if (ctx == CTX_INLINE && ((s->flags & IOSQE_ASYNC) || (s->ioprio & IORING_RECVSEND_POLL_FIRST))) {
+		/* not a socket: -ENOTSOCK now, not a wait (the cached kind confirmed) */
+		struct stat st;
+		if (q->fe.kind != FK_SOCK && fstat(q->fd, &st) == 0 && !S_ISSOCK(st.st_mode))
+			return -ENOTSOCK;
 		goto wait;
+	}
 	int mf = flags | (ctx != CTX_WORKER ? MSG_DONTWAIT : 0);
 	if (is_send)
 		mf |= MSG_NOSIGNAL;
