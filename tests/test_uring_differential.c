@@ -145,28 +145,17 @@ static int is_path(uint8_t op)
 
 /*
  * What the emulation does not yet answer as this kernel (6.x) does is left out here, each
- * with the kernel's answer (DROPIN.md, "Known differences"); everything else is compared.
+ * with the kernel's answer (DROPIN.md, "Compared with the kernel"); all else is compared.
  */
 static void scope(struct gen *g)
 {
-	int stream = g->fd_i == F_PIPE_R || g->fd_i == F_PIPE_W || g->fd_i == F_SOCK;
-	if (g->fd_i == F_EPOLL)                 /* a READ of an epoll fd waits in the kernel */
-		g->fd_i = F_FILE;
-	if (g->fd2_i == F_EPOLL)
-		g->fd2_i = F_FILE;
 	if (is_rw(g->op)) {
+		if (g->fd_i == F_EPOLL)         /* a READ of an epoll fd waits in the kernel */
+			g->fd_i = F_FILE;
 		/* a directory with RWF_DSYNC, RWF_SYNC or RWF_APPEND: the kernel's ring says
 		 * -EISDIR, preadv2 -EOPNOTSUPP (a file without read_iter takes no flags) */
 		if (g->fd_i == F_DIR)
 			g->op_flags &= ~(unsigned)(RWF_DSYNC | RWF_SYNC | RWF_APPEND);
-	}
-	if (g->op == IORING_OP_POLL_ADD && !stream)   /* not pollable: -EINVAL */
-		g->fd_i = F_PIPE_R;
-	if (g->op == IORING_OP_POLL_ADD && g->fd_i == F_SOCK)   /* EPOLLRDHUP is always reported */
-		g->fd_i = F_PIPE_W;
-	if (g->op == IORING_OP_PROVIDE_BUFFERS) {   /* 0 buffers: -E2BIG; memory is not looked at */
-		g->addr_k = 3;
-		g->len |= 1;
 	}
 	if (is_path(g->op)) {
 		/* a NULL path: this kernel says -ENOENT for some ops, -EFAULT for others */

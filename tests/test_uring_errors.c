@@ -6,9 +6,12 @@
  * with IOSQE_ASYNC a read of a pipe's write end is -EBADF and a RECV of a pipe -ENOTSOCK at once;
  * an empty path is -ENOENT when it is taken, before the other path is looked up or read; OPENAT with O_DIRECTORY and a
  * mode opens the directory (the mode is ignored, not -EINVAL); a SPLICE into a pipe's read end
- * with an offset on the other pipe is -EBADF, not -ESPIPE. */
+ * with an offset on the other pipe is -EBADF, not -ESPIPE; a POLL_ADD of a file that cannot be
+ * polled with none of its events ready is -EINVAL, and POLLRDHUP is reported unasked; a
+ * PROVIDE_BUFFERS of none is -E2BIG, of a NULL address fine. */
 #include "test_uring.h"
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -122,6 +125,31 @@ static void body(void)
 	s = tu_sqe(&ring);
 	io_uring_prep_splice(s, p[0], 0, q[1], -1, 4, 0);
 	CHECK_EQ(res(&ring), -ESPIPE);
+
+	/* POLL_ADD: a file that cannot be polled, none of its events ready: -EINVAL; a
+	 * socket whose peer left: POLLRDHUP too, unasked */
+	s = tu_sqe(&ring);
+	io_uring_prep_poll_add(s, fd, 0);
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_poll_add(s, fd, POLLIN);
+	CHECK_EQ(res(&ring), POLLIN);
+	close(sv[1]);
+	s = tu_sqe(&ring);
+	io_uring_prep_poll_add(s, sv[0], POLLIN);
+	int32_t m = res(&ring);
+	CHECK(m > 0 && (m & POLLRDHUP) && (m & POLLIN));
+
+	/* PROVIDE_BUFFERS: none is -E2BIG; the memory is not looked at */
+	s = tu_sqe(&ring);
+	io_uring_prep_provide_buffers(s, buf, 64, 0, 1, 0);
+	CHECK_EQ(res(&ring), -E2BIG);
+	s = tu_sqe(&ring);
+	io_uring_prep_provide_buffers(s, NULL, 64, 1, 1, 0);
+	CHECK_EQ(res(&ring), 0);
+	s = tu_sqe(&ring);
+	io_uring_prep_remove_buffers(s, 1, 1);
+	CHECK_EQ(res(&ring), 1);
 
 	tu_none(&ring);
 	io_uring_queue_exit(&ring);

@@ -598,12 +598,12 @@ static int32_t op_provide(struct ureq *q)
 	struct emu_ring *r = q->r;
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned nbufs = (unsigned)s->fd, len = s->len, bid = (unsigned)s->off;
-	if (!nbufs || nbufs > 65536 || s->rw_flags || s->splice_fd_in)
-		return nbufs > 65536 ? -E2BIG : -EINVAL;
-	if (bid + nbufs > 65536)
+	/* as the kernel's: no buffers or too many is -E2BIG; their memory is not
+	 * looked at here (a read into a bad one fails with -EFAULT when it is used) */
+	if (s->rw_flags || s->splice_fd_in)
+		return -EINVAL;
+	if (!nbufs || nbufs > 65536 || bid + nbufs > 65536)
 		return -E2BIG;
-	if (!s->addr && len)
-		return -EFAULT;
 	if ((uint64_t)len * nbufs / nbufs != len || s->addr + (uint64_t)len * nbufs < s->addr)
 		return -EOVERFLOW;
 	int e = 0;
@@ -1739,7 +1739,9 @@ static int32_t op_poll_add(struct ureq *q, int ctx)
 	int e = req_file(q);
 	if (e)
 		return e;
-	short ev = (short)(q->sqe.poll32_events & 0xffff);
+	/* POLLRDHUP is always asked and reported, as the kernel's ring has it (with
+	 * POLLERR, POLLHUP and POLLNVAL, which poll() reports unasked) */
+	short ev = (short)((q->sqe.poll32_events & 0xffff) | POLLRDHUP);
 	if (q->sqe.len & IORING_POLL_ADD_MULTI) {
 		/* one CQE (IORING_CQE_F_MORE) per wake-up until cancelled; what is
 		 * pending now is posted before the submit returns, as the kernel

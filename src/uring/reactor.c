@@ -341,8 +341,16 @@ int reactor_arm_locked(struct ureq *q, short events)
 	q->revents = 0;
 	pw_link(g, q);
 	g->want |= (uint16_t)events;
-	if (pg_ctl(r, g, q->fd, q) < 0) {
+	e = pg_ctl(r, g, q->fd, q);
+	if (e < 0) {
 		pw_unlink(q);
+		/* a POLL_ADD of a file that cannot be polled (EPERM: no poll method)
+		 * with none of its events ready could never complete: the kernel's
+		 * ring says -EINVAL */
+		if (e == -EPERM && q->sqe.opcode == IORING_OP_POLL_ADD && exec_poll_now(q->fd, events) <= 0) {
+			q->state = RS_RUN;
+			return -EINVAL;
+		}
 		pw_fallback_locked(r, q);
 	}
 	return 0;
