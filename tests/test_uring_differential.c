@@ -152,10 +152,10 @@ static void scope(struct gen *g)
 	if (is_rw(g->op)) {
 		if (g->fd_i == F_EPOLL)         /* a READ of an epoll fd waits in the kernel */
 			g->fd_i = F_FILE;
-		/* a directory with RWF_DSYNC, RWF_SYNC or RWF_APPEND: the kernel's ring says
-		 * -EISDIR, preadv2 -EOPNOTSUPP (a file without read_iter takes no flags) */
+		/* a directory with RWF_DSYNC, RWF_SYNC, RWF_APPEND or RWF_NOSIGNAL: the kernel's
+		 * ring says -EISDIR, preadv2 -EOPNOTSUPP (a file without read_iter takes no flags) */
 		if (g->fd_i == F_DIR)
-			g->op_flags &= ~(unsigned)(RWF_DSYNC | RWF_SYNC | RWF_APPEND);
+			g->op_flags &= ~(unsigned)(RWF_DSYNC | RWF_SYNC | RWF_APPEND | 0x100);
 	}
 	if (is_path(g->op)) {
 		/* a NULL path: this kernel says -ENOENT for some ops, -EFAULT for others */
@@ -170,7 +170,7 @@ static void gen_make(struct gen *g)
 {
 	static const uint32_t lens[] = { 0, 1, 8, 16, 100, 4096, BUF, 0x7fffffff };
 	static const uint64_t offs[] = { 0, 0, 4, 16, 100, (uint64_t)-1, (uint64_t)-2, 1ull << 62 };
-	static const uint32_t flagsv[] = { 0, 0, 0, 1, 2, 3, 4, 7, 0x10, 0x80000000u };
+	static const uint32_t flagsv[] = { 0, 0, 0, 1, 2, 3, 4, 7, 0x10, 0x100, 0x80000000u };
 	static const uint8_t sqef[] = { 0, 0, 0, IOSQE_ASYNC };
 	memset(g, 0, sizeof(*g));
 	g->op = PICK(ops);

@@ -53,6 +53,13 @@ static void body(void)
 	io_uring_prep_write(s, fd, buf, 16, 0);
 	s->rw_flags = (int)0x80000000u;
 	CHECK_EQ(res(&ring), -EOPNOTSUPP);
+	/* RWF_NOSIGNAL (0x100): whatever this kernel's pwritev2 says of it */
+	struct iovec wv = { buf, 16 };
+	ssize_t pw = pwritev2(fd, &wv, 1, 0, 0x100);
+	s = tu_sqe(&ring);
+	io_uring_prep_write(s, fd, buf, 16, 0);
+	s->rw_flags = 0x100;
+	CHECK_EQ(res(&ring), pw < 0 ? -errno : pw);
 	s = tu_sqe(&ring);
 	io_uring_prep_write(s, ro, buf, 16, 0);
 	s->rw_flags = RWF_HIPRI;
@@ -90,6 +97,18 @@ static void body(void)
 	io_uring_prep_recv(s, p[0], buf, 4, 0);
 	s->flags |= IOSQE_ASYNC;
 	CHECK_EQ(res(&ring), -ENOTSOCK);
+	/* ... and with a provided buffer, which stays provided */
+	s = tu_sqe(&ring);
+	io_uring_prep_provide_buffers(s, buf, 64, 1, 2, 0);
+	CHECK_EQ(res(&ring), 0);
+	s = tu_sqe(&ring);
+	io_uring_prep_recv(s, p[0], NULL, 64, 0);
+	s->flags |= IOSQE_ASYNC | IOSQE_BUFFER_SELECT;
+	s->buf_group = 2;
+	CHECK_EQ(res(&ring), -ENOTSOCK);
+	s = tu_sqe(&ring);
+	io_uring_prep_remove_buffers(s, 1, 2);
+	CHECK_EQ(res(&ring), 1);
 
 	/* paths: an empty one is -ENOENT when it is taken, before the other path is
 	 * looked up or read */

@@ -329,10 +329,11 @@ static int is_rw(unsigned op)
 	       op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED;
 }
 
-/* RWF_ flags up to RWF_DONTCACHE (0x80): a kernel may know them (the read or
- * write system call says); above, none does. RWF_REFUSED: what the request
- * path looks at before the system call (the fast path leaves them to it). */
-#define RWF_KNOWN 0xffu
+/* RWF_ flags up to RWF_NOSIGNAL (0x100): a kernel may know them (the read or
+ * write system call says); above, none does (6.18 refuses 0x200). RWF_REFUSED:
+ * what the request path looks at before the system call (the fast path leaves
+ * them to it). */
+#define RWF_KNOWN 0x1ffu
 #define RWF_REFUSED ((unsigned)RWF_HIPRI | ~RWF_KNOWN)
 
 static int is_write(unsigned op)
@@ -1072,6 +1073,13 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 	int msg = op == IORING_OP_SENDMSG || op == IORING_OP_RECVMSG || op == IORING_OP_SENDMSG_ZC;
 	if ((op == IORING_OP_SEND_ZC || op == IORING_OP_SENDMSG_ZC) && !q->done && (e = zc_socket(q->fd)) < 0)
 		return e;
+	/* with IOSQE_ASYNC or POLL_FIRST it waits before it tries: a file that is not
+	 * a socket is -ENOTSOCK now, before a provided buffer is taken (the cached
+	 * kind confirmed) */
+	struct stat st;
+	if (ctx == CTX_INLINE && ((s->flags & IOSQE_ASYNC) || (s->ioprio & IORING_RECVSEND_POLL_FIRST)) &&
+	    q->fe.kind != FK_SOCK && fstat(q->fd, &st) == 0 && !S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
 	/* a SEND_ZC from a registered buffer: the memory is the program's own */
 	if (op == IORING_OP_SEND_ZC && (s->ioprio & IORING_RECVSEND_FIXED_BUF) && !q->done &&
 	    (e = fixed_range(q)) < 0)
@@ -1094,13 +1102,8 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 			return e;
 		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->bid << IORING_CQE_BUFFER_SHIFT);
 	}
-	if (ctx == CTX_INLINE && ((s->flags & IOSQE_ASYNC) || (s->ioprio & IORING_RECVSEND_POLL_FIRST))) {
-		/* not a socket: -ENOTSOCK now, not a wait (the cached kind confirmed) */
-		struct stat st;
-		if (q->fe.kind != FK_SOCK && fstat(q->fd, &st) == 0 && !S_ISSOCK(st.st_mode))
-			return -ENOTSOCK;
+	if (ctx == CTX_INLINE && ((s->flags & IOSQE_ASYNC) || (s->ioprio & IORING_RECVSEND_POLL_FIRST)))
 		goto wait;
-	}
 	int mf = flags | (ctx != CTX_WORKER ? MSG_DONTWAIT : 0);
 	if (is_send)
 		mf |= MSG_NOSIGNAL;
@@ -1780,7 +1783,7 @@ static int32_t op_poll_remove(struct ureq *q, struct ureq **run)
 	} else if (fl & (IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA)) {
 		/* the events and user_data change; one-shot or multishot stays as armed */
 		if (fl & IORING_POLL_UPDATE_EVENTS)
-			t->pevents = (short)(s->poll32_events & 0xffff);
+			t->pevents = (short)((s->poll32_events & 0xffff) | POLLRDHUP);
 		if (fl & IORING_POLL_UPDATE_USER_DATA)
 			ud_rehash(t, s->off);
 		if (t->mshot) {

@@ -360,8 +360,10 @@ int reactor_arm_locked(struct ureq *q, short events)
 void reactor_rearm_locked(struct ureq *q)
 {
 	pw_unlink(q);
-	if (reactor_arm_locked(q, q->pevents) < 0)
+	if (reactor_arm_locked(q, q->pevents) < 0) {
+		q->state = RS_POLL;          /* still armed: a cancel or remove finds it */
 		pw_fallback_locked(q->r, q);
+	}
 }
 
 /* q stops waiting here (it is freed): out of its group, the timers, the multishot set. */
