@@ -870,6 +870,14 @@ static int fixed_range(struct ureq *q)
 	return 0;
 }
 
+/* 1 when fd cannot be read (wr 0) or written (wr 1): an O_PATH fd or one open for
+ * the other direction only (the kernel's ring: -EBADF); 0 otherwise, or no fd. */
+static int fd_mode_refuses(int fd, int wr)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl >= 0 && ((fl & O_PATH) || (fl & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY));
+}
+
 /* A read's or write's early error e, in the kernel's order: a READV/WRITEV's iovec
  * array is taken at prep, before all (-EFAULT); then the file (-EBADF) and its
  * mode (-EBADF: looked at here, an fcntl on the error path only, since the cached
@@ -883,10 +891,7 @@ static int32_t rw_early_err(struct ureq *q, int wr, int32_t e)
 		return e2;
 	if (e == -EBADF)
 		return e;
-	int fl = fcntl(q->fd, F_GETFL);
-	if (fl >= 0 && ((fl & O_PATH) || (fl & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY)))
-		return -EBADF;
-	return e;
+	return fd_mode_refuses(q->fd, wr) ? -EBADF : e;
 }
 
 static int32_t op_rw(struct ureq *q, int ctx)
@@ -1632,10 +1637,7 @@ static int32_t op_splice(struct ureq *q)
 		return ret_errno(n);
 	/* splice(2) refuses an offset on a pipe before it looks at the files' modes;
 	 * the kernel's ring looks at the modes first (-EBADF) */
-	int fin = fcntl(in.fd, F_GETFL), fout = fcntl(q->fd, F_GETFL);
-	if (fin >= 0 && fout >= 0 && ((fin & O_ACCMODE) == O_WRONLY || (fout & O_ACCMODE) == O_RDONLY))
-		return -EBADF;
-	return -ESPIPE;
+	return fd_mode_refuses(in.fd, 0) || fd_mode_refuses(q->fd, 1) ? -EBADF : -ESPIPE;
 }
 
 /* IORING_MSG_SEND_FD: the registered file at index addr3 of q's ring goes to
