@@ -4,16 +4,27 @@
  * (-EBADF for a read-only fd written); a READV whose iovec array is unreadable is -EFAULT even on
  * a bad fd; a read of a socket at an offset above 0 is -ESPIPE (a pipe's offset is ignored);
  * with IOSQE_ASYNC a read of a pipe's write end is -EBADF and a RECV of a pipe -ENOTSOCK at once;
- * an empty path is -ENOENT when it is taken, before the other path is looked up or read; OPENAT with O_DIRECTORY and a
+ * both hold for an fd number the emulation has seen as a file or a socket before (the program
+ * closed it and got it back for a socket, then a pipe);
+ * an empty path is -ENOENT when it is taken (UNLINKAT's bad flags -EINVAL before it), before the other path is looked up or read; OPENAT with O_DIRECTORY and a
  * mode opens the directory (the mode is ignored, not -EINVAL); a SPLICE into a pipe's read end
  * with an offset on the other pipe is -EBADF, not -ESPIPE; a POLL_ADD of a file that cannot be
  * polled with none of its events ready is -EINVAL, and POLLRDHUP is reported unasked; a
- * PROVIDE_BUFFERS of none is -E2BIG, of a NULL address fine. */
+ * PROVIDE_BUFFERS of none is -E2BIG, of a NULL address fine; a WRITE to a socket whose peer has
+ * gone raises SIGPIPE in the submitting thread, a SEND does not. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+
+static volatile sig_atomic_t sigpipes;
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	sigpipes++;
+}
 
 /* Submit the SQE prepared, return its CQE's res. */
 static int32_t res(struct io_uring *ring)
@@ -110,8 +121,63 @@ static void body(void)
 	io_uring_prep_remove_buffers(s, 1, 2);
 	CHECK_EQ(res(&ring), 1);
 
+	/* an fd number the emulation knows as a file, then a socket's (closed and reused by
+	 * the program itself): a read at an offset is -ESPIPE and leaves the data there */
+	int n = dup(fd), sv2[2];
+	CHECK(n >= 0);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, n, buf, 4, 0);
+	CHECK_EQ(res(&ring), 4);
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv2), 0);
+	CHECK_EQ(dup2(sv2[0], n), n);
+	CHECK_EQ(write(sv2[1], "data", 4), 4);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, n, buf, 4, 16);
+	CHECK_EQ(res(&ring), -ESPIPE);
+	/* ... then a pipe's (known as a socket by a RECV): with IOSQE_ASYNC a RECV is
+	 * -ENOTSOCK at once, not a wait for data that never comes */
+	s = tu_sqe(&ring);
+	io_uring_prep_recv(s, n, buf, 4, 0);
+	s->flags |= IOSQE_ASYNC;
+	CHECK_EQ(res(&ring), 4);
+	CHECK_EQ(memcmp(buf, "data", 4), 0);
+	int p2[2];
+	CHECK_EQ(pipe(p2), 0);
+	CHECK_EQ(dup2(p2[0], n), n);
+	s = tu_sqe(&ring);
+	io_uring_prep_recv(s, n, buf, 4, 0);
+	s->flags |= IOSQE_ASYNC;
+	CHECK_EQ(res(&ring), -ENOTSOCK);
+	close(n);
+	close(sv2[0]);
+	close(sv2[1]);
+	close(p2[0]);
+	close(p2[1]);
+
+	/* a socket whose peer has gone: a WRITE raises SIGPIPE in the submitting thread (the
+	 * kernel's inline try), a SEND does not */
+	CHECK(signal(SIGPIPE, on_sigpipe) != SIG_ERR);
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv2), 0);
+	close(sv2[1]);
+	int fresh = fcntl(sv2[0], F_DUPFD, 200);         /* a number this ring has not seen */
+	CHECK(fresh >= 200);
+	s = tu_sqe(&ring);
+	io_uring_prep_write(s, fresh, "x", 1, 0);
+	CHECK_EQ(res(&ring), -EPIPE);
+	CHECK_EQ(sigpipes, 1);
+	s = tu_sqe(&ring);
+	io_uring_prep_send(s, fresh, "x", 1, 0);
+	CHECK_EQ(res(&ring), -EPIPE);
+	CHECK_EQ(sigpipes, 1);
+	close(fresh);
+	close(sv2[0]);
+	signal(SIGPIPE, SIG_DFL);
+
 	/* paths: an empty one is -ENOENT when it is taken, before the other path is
-	 * looked up or read */
+	 * looked up or read; UNLINKAT's flags come first (-EINVAL) */
+	s = tu_sqe(&ring);
+	io_uring_prep_unlinkat(s, AT_FDCWD, "", 0x8000);
+	CHECK_EQ(res(&ring), -EINVAL);
 	snprintf(buf, sizeof buf, "%s/x", path);         /* below a file */
 	s = tu_sqe(&ring);
 	io_uring_prep_renameat(s, AT_FDCWD, buf, AT_FDCWD, "", 0);

@@ -977,15 +977,22 @@ void emu_thread_running(void)
 	__atomic_fetch_sub(&threads_starting, 1, __ATOMIC_RELEASE);
 }
 
-/* Waits, at most about a second, for the threads still starting (a forking
- * thread holds the rings' locks: no new one is started meanwhile). */
+/* Waits, at most a second, for the threads still starting (a forking thread
+ * holds the rings' locks: no new one is started meanwhile). */
 void emu_threads_settle(void)
 {
-	for (int i = 0; __atomic_load_n(&threads_starting, __ATOMIC_ACQUIRE) > 0 && i < 10100; i++) {
-		if (i < 100)
+	uint64_t until = 0;
+	for (int i = 0; __atomic_load_n(&threads_starting, __ATOMIC_ACQUIRE) > 0; i++) {
+		if (i < 100) {
 			sched_yield();
-		else
-			usleep(100);
+			continue;
+		}
+		uint64_t now = now_ns();
+		if (!until)
+			until = now + 1000000000ull;
+		else if (now >= until)
+			return;
+		usleep(100);
 	}
 }
 

@@ -430,6 +430,8 @@ static int prep(struct emu_ring *r, struct ureq *q)
 	case IORING_OP_MKDIRAT:
 		if (s->flags & IOSQE_FIXED_FILE)
 			return -EBADF;
+		if (s->opcode == IORING_OP_UNLINKAT && (s->unlink_flags & ~AT_REMOVEDIR))
+			return -EINVAL;         /* before the path is taken, as the kernel's prep */
 		return upath((void *)(uintptr_t)s->addr, &q->p1,
 			     s->opcode == IORING_OP_STATX && (s->statx_flags & AT_EMPTY_PATH));
 	case IORING_OP_RENAMEAT:
@@ -737,6 +739,21 @@ static void refresh_file(struct ureq *q)
 	req_file(q);
 }
 
+/* What q's file is now, whatever the cache says (the number may have been
+ * reused): 1 a socket, 0 another file (the cached kind refreshed if it said
+ * socket), -1 none. An fstat: error paths and waits only. */
+static int file_is_socket(struct ureq *q)
+{
+	struct stat st;
+	if (fstat(q->fd, &st) < 0)
+		return -1;
+	if (S_ISSOCK(st.st_mode))
+		return 1;
+	if (q->fe.kind == FK_SOCK)
+		refresh_file(q);
+	return 0;
+}
+
 /*
  * The cached O_DIRECT of q's file still holds (it goes to kernel AIO). A
  * registered file is our own dup: its kind cannot change, and an O_DIRECT the
@@ -853,6 +870,14 @@ static int fixed_range(struct ureq *q)
 	return 0;
 }
 
+/* 1 when fd cannot be read (wr 0) or written (wr 1): an O_PATH fd or one open for
+ * the other direction only (the kernel's ring: -EBADF); 0 otherwise, or no fd. */
+static int fd_mode_refuses(int fd, int wr)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl >= 0 && ((fl & O_PATH) || (fl & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY));
+}
+
 /* A read's or write's early error e, in the kernel's order: a READV/WRITEV's iovec
  * array is taken at prep, before all (-EFAULT); then the file (-EBADF) and its
  * mode (-EBADF: looked at here, an fcntl on the error path only, since the cached
@@ -866,10 +891,7 @@ static int32_t rw_early_err(struct ureq *q, int wr, int32_t e)
 		return e2;
 	if (e == -EBADF)
 		return e;
-	int fl = fcntl(q->fd, F_GETFL);
-	if (fl >= 0 && ((fl & O_PATH) || (fl & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY)))
-		return -EBADF;
-	return e;
+	return fd_mode_refuses(q->fd, wr) ? -EBADF : e;
 }
 
 static int32_t op_rw(struct ureq *q, int ctx)
@@ -889,10 +911,9 @@ static int32_t op_rw(struct ureq *q, int ctx)
 			return rw_early_err(q, wr, -EINVAL);
 	}
 	/* a socket at an offset above 0: -ESPIPE, as the kernel's ring has it (below -1:
-	 * -EINVAL, below; a pipe's offset is ignored); the cached kind is confirmed */
-	struct stat st;
-	if (q->fe.kind == FK_SOCK && (int64_t)s->off > 0 && !q->done &&
-	    fstat(q->fd, &st) == 0 && S_ISSOCK(st.st_mode))
+	 * -EINVAL, below; a pipe's offset is ignored); the cached kind is confirmed, and
+	 * a number cached as another file is looked at again on ESPIPE (below) */
+	if (q->fe.kind == FK_SOCK && (int64_t)s->off > 0 && !q->done && file_is_socket(q) == 1)
 		return rw_early_err(q, wr, -ESPIPE);
 	if (op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED) {
 		if (!q->iov) {
@@ -974,7 +995,13 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	if (q->fe.kind == FK_SOCK) {
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)niov };
 		int mf = ctx != CTX_WORKER ? MSG_DONTWAIT : 0;
-		n = wr ? sendmsg(q->fd, &m, mf | MSG_NOSIGNAL) : recvmsg(q->fd, &m, mf);
+		/* a WRITE to a socket whose peer has gone raises SIGPIPE in the submitting
+		 * thread, as the kernel's ring's inline try does; never in our threads
+		 * (the poller, workers, the reactor), which block it (the kernel's io-wq
+		 * and retries send none either) */
+		if (wr && (ctx != CTX_INLINE || !tls_in_submit || (q->r->flags & IORING_SETUP_SQPOLL)))
+			mf |= MSG_NOSIGNAL;
+		n = wr ? sendmsg(q->fd, &m, mf) : recvmsg(q->fd, &m, mf);
 		if (n < 0 && errno == ENOTSOCK) {
 			refresh_file(q);          /* not a socket (any more) */
 			errno = ENOTSOCK;
@@ -983,6 +1010,11 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	if (q->fe.kind != FK_SOCK) {
 		n = sys_rw(wr, q->fd, iov, niov, off, flags);
 		if (n < 0 && errno == ESPIPE && off != -1) {
+			/* a number cached as a file or a pipe that is a socket now */
+			if ((int64_t)s->off > 0 && !q->done && file_is_socket(q) == 1) {
+				refresh_file(q);
+				return rw_early_err(q, wr, -ESPIPE);
+			}
 			stream = 1;               /* a pipe, eventfd, ...: the offset does not apply */
 			if (q->fe.kind == FK_REG)
 				refresh_file(q);
@@ -1074,11 +1106,11 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 	if ((op == IORING_OP_SEND_ZC || op == IORING_OP_SENDMSG_ZC) && !q->done && (e = zc_socket(q->fd)) < 0)
 		return e;
 	/* with IOSQE_ASYNC or POLL_FIRST it waits before it tries: a file that is not
-	 * a socket is -ENOTSOCK now, before a provided buffer is taken (the cached
-	 * kind confirmed) */
-	struct stat st;
+	 * a socket is -ENOTSOCK now, before a provided buffer is taken (looked at even
+	 * where the cache says socket: the number may be a pipe's now, which could
+	 * keep the wait from ever ending) */
 	if (ctx == CTX_INLINE && ((s->flags & IOSQE_ASYNC) || (s->ioprio & IORING_RECVSEND_POLL_FIRST)) &&
-	    q->fe.kind != FK_SOCK && fstat(q->fd, &st) == 0 && !S_ISSOCK(st.st_mode))
+	    file_is_socket(q) == 0)
 		return -ENOTSOCK;
 	/* a SEND_ZC from a registered buffer: the memory is the program's own */
 	if (op == IORING_OP_SEND_ZC && (s->ioprio & IORING_RECVSEND_FIXED_BUF) && !q->done &&
@@ -1605,10 +1637,7 @@ static int32_t op_splice(struct ureq *q)
 		return ret_errno(n);
 	/* splice(2) refuses an offset on a pipe before it looks at the files' modes;
 	 * the kernel's ring looks at the modes first (-EBADF) */
-	int fin = fcntl(in.fd, F_GETFL), fout = fcntl(q->fd, F_GETFL);
-	if (fin >= 0 && fout >= 0 && ((fin & O_ACCMODE) == O_WRONLY || (fout & O_ACCMODE) == O_RDONLY))
-		return -EBADF;
-	return -ESPIPE;
+	return fd_mode_refuses(in.fd, 0) || fd_mode_refuses(q->fd, 1) ? -EBADF : -ESPIPE;
 }
 
 /* IORING_MSG_SEND_FD: the registered file at index addr3 of q's ring goes to
@@ -2123,8 +2152,6 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 	case IORING_OP_RENAMEAT:
 		return ret_errno(renameat2(s->fd, q->p1, (int)s->len, q->p2, s->rename_flags));
 	case IORING_OP_UNLINKAT:
-		if (s->unlink_flags & ~AT_REMOVEDIR)
-			return -EINVAL;
 		return ret_errno(unlinkat(s->fd, q->p1, (int)s->unlink_flags));
 	case IORING_OP_MKDIRAT:
 		return ret_errno(mkdirat(s->fd, q->p1, (mode_t)s->len));
