@@ -1,14 +1,20 @@
 /* Description: the emulated ring answers as the kernel's does. Random SQEs (opcodes of the Linux
- * 5.10 set and later ones both support, fds from {bad, -1, a file, a directory, both ends of a
- * pipe holding data, a socket holding data, /dev/null, an epoll fd}, pointers from {NULL, low
- * garbage, an unmapped page, the op's own valid argument}, lengths, offsets, op flags, and now and
- * then a stray value in a field the op does not use) each run on a fresh fixture through a kernel
- * ring and an emulated one (URING_EMULATE=1 at setup) in the same process; their CQEs must agree:
- * the result (an fd's number aside), the F_MORE/F_NOTIF flags, the bytes a read left in the
- * buffer and the file's contents after. A request still pending after 20 ms on both rings agrees
- * (it waits for something that never comes); on one only, the other gets a second more. The
- * kernel is the reference: with io_uring blocked this test has nothing to compare with and
- * skips its one part. TRIALS (env) sets the number of SQEs (default 1500), SEED the seed. */
+ * 5.10 set and later ones both support, fds from {bad, -1, a file, an O_DIRECT file, a directory,
+ * both ends of a pipe holding data, a socket holding data, empty pipes and sockets blocking and
+ * O_NONBLOCK, /dev/null, an epoll fd}, pointers from {NULL, low garbage, an unmapped page, the
+ * op's own valid argument}, lengths, offsets, op flags, and now and then a stray value in a field
+ * the op does not use) run through a kernel ring and an emulated one (URING_EMULATE=1 at setup)
+ * in the same process; their CQEs must agree: the result (an fd's number aside), the
+ * F_MORE/F_NOTIF flags, the bytes a read left in the buffer and the directory's files after. A
+ * request still pending after 20 ms on both rings agrees (it waits for something that never
+ * comes; it is cancelled); on one only, the other gets a second more. Part 1: each SQE on fresh
+ * rings and a fresh fixture. Part 2: the two rings kept for all SQEs (of the ops that take a plain
+ * fd), each SQE's fresh fixture moved (dup3) to fd numbers that named other kinds for the SQE
+ * before, the same sequence on both rings: the emulated ring's per-ring cache of an fd number's
+ * kind (DROPIN.md) goes stale, as when a program closes an fd itself and gets the number back for
+ * another file. The kernel is the reference: with io_uring blocked this test has nothing to
+ * compare with and skips both parts. TRIALS (env) sets the number of SQEs of part 1 (default
+ * 1500), REUSE_TRIALS of part 2 (default 1000), SEED the seed of both. */
 #include "test_uring.h"
 #include "parts.h"
 #include <dirent.h>
@@ -233,11 +239,23 @@ static int is_path(uint8_t op)
 	       op == IORING_OP_LINKAT;
 }
 
+static int is_read(uint8_t op)
+{
+	return op == IORING_OP_READ || op == IORING_OP_READV;
+}
+
+/* An empty pipe or socket (nothing to read, the writer open). */
+static int is_empty_stream(int k)
+{
+	return k == F_PIPE_EMPTY || k == F_PIPE_NB || k == F_SOCK_EMPTY || k == F_SOCK_NB;
+}
+
 /*
  * What the emulation does not yet answer as this kernel (6.x) does is left out here, each
  * with the kernel's answer (DROPIN.md, "Compared with the kernel"); all else is compared.
+ * reuse: part 2's SQE, whose numbers may be cached by the emulated ring as other kinds.
  */
-static void scope(struct gen *g)
+static void scope(struct gen *g, int reuse)
 {
 	if (is_rw(g->op)) {
 		if (g->fd_i == F_EPOLL)         /* a READ of an epoll fd waits in the kernel */
@@ -247,12 +265,78 @@ static void scope(struct gen *g)
 		if (g->fd_i == F_DIR)
 			g->op_flags &= ~(unsigned)(RWF_DSYNC | RWF_SYNC | RWF_APPEND | 0x100);
 	}
+	if (is_read(g->op)) {
+		/* a read of an empty O_NONBLOCK pipe or socket waits in the kernel (which
+		 * ignores O_NONBLOCK where it can poll), -EAGAIN emulated */
+		if (g->fd_i == F_PIPE_NB)
+			g->fd_i = F_PIPE_EMPTY;
+		if (g->fd_i == F_SOCK_NB)
+			g->fd_i = F_SOCK_EMPTY;
+		/* a read of 0 bytes of an empty pipe or socket: 0 at once in the kernel; the
+		 * emulation waits for data first with IOSQE_ASYNC (and on a socket) */
+		if (is_empty_stream(g->fd_i) && (g->op == IORING_OP_READ ? g->len : g->len % 3) == 0)
+			g->len = 1;
+	}
+	/* a RECV with MSG_DONTWAIT and IOSQE_ASYNC of an empty socket: -EAGAIN in the kernel,
+	 * the emulation waits */
+	if (g->op == IORING_OP_RECV && g->pick % 4 == 1)
+		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
 	if (is_path(g->op)) {
 		/* a NULL path: this kernel says -ENOENT for some ops, -EFAULT for others */
 		if (g->addr_k == 0)
 			g->addr_k = 1;
 		if (g->addr2_k == 0)
 			g->addr2_k = 1;
+	}
+	if (!reuse)
+		return;
+	/* A number the program closed that the emulated ring still has cached (F_BAD, a
+	 * closed number that named a file before): the kernel says -EBADF; the emulation
+	 * gives a READ/WRITE's flag and offset errors first (-EOPNOTSUPP, -EINVAL), a
+	 * POLL_ADD POLLNVAL, a SPLICE/TEE of 0 bytes 0. */
+	if (is_rw(g->op) && g->fd_i == F_BAD) {
+		g->op_flags &= ~(unsigned)(RWF_HIPRI | 0x80000000u);
+		if ((int64_t)g->off < -1)
+			g->off = 0;
+	}
+	if (g->op == IORING_OP_POLL_ADD && g->fd_i == F_BAD)
+		g->fd_i = F_NONE;
+	if ((g->op == IORING_OP_SPLICE || g->op == IORING_OP_TEE) && (g->fd_i == F_BAD || g->fd2_i == F_BAD) &&
+	    g->len == 0)
+		g->len = 1;
+	/* A number cached as a pipe (or another stream) that is a socket now, read or
+	 * written at an offset above 0 with IOSQE_ASYNC: -ESPIPE in the kernel, the
+	 * emulation waits (without IOSQE_ASYNC it finds the socket). */
+	if (is_rw(g->op) && (g->fd_i == F_SOCK || g->fd_i == F_SOCK_EMPTY || g->fd_i == F_SOCK_NB) &&
+	    (int64_t)g->off > 0)
+		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
+	/* The O_DIRECT file's number is never used: one cached as a pipe (or another
+	 * stream) that is an O_DIRECT file now, read or written, waits in the emulation
+	 * (RWF_NOWAIT's -EAGAIN taken for a stream's); one cached as the O_DIRECT file that
+	 * is a socket now, written at an offset above 0, is written (by kernel AIO) where
+	 * the kernel says -ESPIPE. */
+	if (g->fd_i == F_DIRECT)
+		g->fd_i = F_FILE;
+	if (g->fd2_i == F_DIRECT)
+		g->fd2_i = F_FILE;
+	/* A read of a pipe or socket whose number was cached as a regular file: a short
+	 * read goes on (waits for more) in the emulation, the kernel ends it; as an
+	 * O_NONBLOCK pipe or socket (and it is not now): -EAGAIN emulated, the kernel waits.
+	 * With RWF_NOWAIT both end at once (but not with IOSQE_ASYNC, with which the
+	 * emulation waits for data first where the kernel says -EAGAIN). */
+	if (is_read(g->op) && (g->fd_i == F_PIPE_R || g->fd_i == F_SOCK || is_empty_stream(g->fd_i))) {
+		g->op_flags |= RWF_NOWAIT;
+		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
+	}
+	/* A write to a number cached as a regular file that is not one now: a write the
+	 * kernel cuts short (at 2 GiB - 4 KiB) goes on in the emulation; of 0 bytes to a
+	 * socket whose peer has gone, cached as a pipe: 0 emulated, -EPIPE in the kernel. */
+	if (is_rw(g->op) && !is_read(g->op)) {
+		if (g->len == 0x7fffffff)
+			g->len = BUF;
+		if ((g->op == IORING_OP_WRITE ? g->len : g->len % 3) == 0 &&
+		    (g->fd_i == F_SOCK || g->fd_i == F_SOCK_EMPTY || g->fd_i == F_SOCK_NB))
+			g->len = 1;
 	}
 }
 
@@ -487,7 +571,7 @@ static long part_fresh(long trials)
 	for (long i = 0; i < trials; i++) {
 		struct gen g;
 		gen_make(&g, ops, sizeof ops);
-		scope(&g);
+		scope(&g, 0);
 		run_one(&g, 0, &k);
 		run_one(&g, 1, &u);
 		if (k.pending != u.pending) {
@@ -547,7 +631,7 @@ static long part_reuse(long trials)
 		int s2 = nused && rnd() % 2 ? used[rnd() % (unsigned)nused] : (int)(rnd() % NSLOT);
 		g.fd_i = rnd() % 16 ? at[s1] : F_NONE;
 		g.fd2_i = rnd() % 16 ? at[s2] : F_NONE;
-		scope(&g);
+		scope(&g, 1);
 		run_on(&kr, &g, pos, 20, &k);
 		run_on(&ur, &g, pos, k.pending ? 20 : 1000, &u);
 		for (int j = 0; j < 50 && k.pending && !u.pending; j++) {
