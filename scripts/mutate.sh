@@ -8,6 +8,8 @@
 #   sh scripts/mutate.sh [NAME...]      (NAME: a mutant's file name without .mut)
 # Environment: MUTATE_ALL=1 runs the whole suite per mutant instead of the named tests;
 # MUTATE_TIMEOUT (seconds per test, default 120); MUTATE_KEEP=1 keeps the scratch tree.
+# The tests run through tests/run.sh, which ends whatever a test left running (a mutant's
+# hung children, its servers) when the test ends, so none outlives the run.
 #
 # A mutant file (tests/mutants/NAME.mut; one file each, so branches add them without
 # conflicts) holds header lines, then the original text and its replacement:

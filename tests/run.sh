@@ -16,6 +16,13 @@
 # With VG_SERVER set (the servers run under scripts/valgrind-server.sh), each
 # test's servers log to $VG_LOGDIR/TEST/ (VG_LOGDIR: a temporary directory if
 # unset) and a test whose servers logged any valgrind error fails.
+# When a test ends (pass, fail or time limit) nothing it started may outlive it:
+# reap (below) kills what is left, found by the URTEST_RUN=DIR the test runs
+# with (inherited through fork, exec, setsid and daemonizing) or by a working
+# directory or open file in its temporary directory or its log (found though a
+# process dropped the variable); those are given REAP_GRACE seconds (5; 30 with
+# VG_SERVER, whose servers write their reports as they exit) to leave by
+# themselves, then SIGTERM, then SIGKILL.
 O=${O:-.}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$O" && pwd)
@@ -29,6 +36,40 @@ if [ -n "$VG_SERVER" ]; then
 	VG_BASE=${VG_LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/urvg.XXXXXX")}
 	echo "server valgrind logs: $VG_BASE/TEST/server.PID.log"
 fi
+
+# procs DIR: the processes of the test run in DIR (see above), one pid a line
+procs() {
+	{ grep -lzxF "URTEST_RUN=$1" /proc/[0-9]*/environ
+	  find /proc/[0-9]*/cwd /proc/[0-9]*/fd -maxdepth 1 \( -lname "$1" -o -lname "$1/*" \
+		-o -lname "$1 (deleted)" -o -lname "$1.log" -o -lname "$1.log (deleted)" \) -print
+	} 2>/dev/null | sed -n 's#^/proc/\([0-9]*\)/.*#\1#p' | sort -u
+}
+# reap DIR: waits REAP_GRACE seconds for the processes of the test run in DIR
+# to leave, then ends them; prints what it had to end
+reap() {
+	i=0; sig=""
+	while p=$(procs "$1"); [ -n "$p" ]; do
+		i=$((i + 1))
+		if [ -z "$sig" ] && [ $i -ge $((REAP_GRACE * 5)) ]; then
+			echo "    left behind by $name, ended: $(ps -o pid=,args= -p "$(echo $p | tr ' ' ,)" | tr -s ' \n' ' ' | sed 's/^ //')"
+			sig=TERM
+		elif [ "$sig" = TERM ] && [ $i -ge $((REAP_GRACE * 5 + 10)) ]; then
+			sig=KILL
+		elif [ $i -gt $((REAP_GRACE * 5 + 100)) ]; then
+			echo "    cannot end what $name left: $p"; return
+		fi
+		[ -n "$sig" ] && kill -s $sig $p 2>/dev/null
+		sleep 0.2
+	done
+}
+[ -n "$VG_SERVER" ] && REAP_GRACE=${REAP_GRACE:-30}
+REAP_GRACE=${REAP_GRACE:-5}
+dir=""   # the test running: ended with the run when the run is interrupted
+cleanup() { [ -z "$dir" ] || { reap "$dir"; rm -rf "$dir" "$dir.log"; }; }
+trap 'cleanup; exit 129' HUP
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+trap 'cleanup >/dev/null 2>&1; exit 141' PIPE
 
 pass=0; fail=0; skip=0; failed=""
 if [ $# -gt 0 ]; then
@@ -47,8 +88,10 @@ for t in $list; do
 		export VG_LOGDIR="$VG_BASE/$name"
 		mkdir -p "$VG_LOGDIR"
 	fi
-	(cd "$dir" && timeout -k 10 "$TIMEOUT" $TEST_WRAP "$t") > "$dir.log" 2>&1
+	(cd "$dir" && export URTEST_RUN="$dir" && timeout -k 10 "$TIMEOUT" $TEST_WRAP "$t") > "$dir.log" 2>&1
 	rc=$?
+	secs=$(( $(date +%s) - start ))
+	left=$(reap "$dir")
 	if [ -n "$VG_SERVER" ]; then   # a server's valgrind errors fail its test
 		for f in "$VG_LOGDIR"/server.*.log; do
 			[ -s "$f" ] || continue
@@ -57,7 +100,6 @@ for t in $list; do
 			[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] && rc=98
 		done
 	fi
-	secs=$(( $(date +%s) - start ))
 	if [ -n "$TEST_PARTS_LOG" ]; then
 		grep -E '^(SKIP-)?PART: ' "$dir.log" | sed "s/^/$name: /" >> "$TEST_PARTS_LOG"
 	fi
@@ -76,7 +118,8 @@ for t in $list; do
 	    fail=$((fail + 1)); failed="$failed $name" ;;
 	esac
 	[ $rc -eq 0 ] && grep '^SUMMARY: ' "$dir.log" | sed 's/^/    /'   # what a passing test counted
-	rm -rf "$dir" "$dir.log"
+	[ -n "$left" ] && echo "$left"
+	rm -rf "$dir" "$dir.log"; dir=""
 done
 [ -n "$failed" ] && echo "failed:$failed"
 echo "$pass passed, $fail failed, $skip skipped"

@@ -207,6 +207,7 @@ struct gen {
 	uint64_t off;
 	uint32_t op_flags;
 	uint32_t pick;                  /* the op's choice among its own values */
+	int stray;                      /* a field set to 1 after the prep helper (gen_sqe), 0 none */
 };
 
 static const uint8_t ops[] = {
@@ -281,6 +282,14 @@ static void scope(struct gen *g, int reuse)
 	 * the emulation waits */
 	if (g->op == IORING_OP_RECV && g->pick % 4 == 1)
 		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
+	/* stray values the kernel reads as a feature the emulation does not have: a read's or
+	 * write's __pad2 (PI attributes: addr3 is then read, -EFAULT at NULL); POLL_FIRST
+	 * (ioprio 1) of a SEND/RECV, which this kernel answers -EAGAIN or waits for on a file
+	 * that is not a socket or a socket whose peer left; a multishot ACCEPT of a file that
+	 * is not listening (-EBADFD or a wait) */
+	if ((is_rw(g->op) && g->stray == 8) ||
+	    ((g->op == IORING_OP_SEND || g->op == IORING_OP_RECV || g->op == IORING_OP_ACCEPT) && g->stray == 1))
+		g->stray = 0;
 	if (is_path(g->op)) {
 		/* a NULL path: this kernel says -ENOENT for some ops, -EFAULT for others */
 		if (g->addr_k == 0)
@@ -358,6 +367,8 @@ static void gen_make(struct gen *g, const uint8_t *opl, size_t n)
 	g->off = PICK(offs);
 	g->op_flags = PICK(flagsv);
 	g->pick = (uint32_t)rnd();
+	if (rnd() % 3 == 0)
+		g->stray = 1 + (int)(rnd() % 9);
 }
 
 static const char *paths[] = { "f", "d", "nonexistent", "", "f/x", "d/new" };
@@ -431,6 +442,17 @@ static void gen_sqe(const struct gen *g, struct fixture *f, struct io_uring_sqe 
 	default: FAIL("op %u", g->op);
 	}
 	s->flags = g->sqe_flags;
+	switch (g->stray) {               /* the field's own meaning where the op uses it */
+	case 1: s->ioprio = 1; break;
+	case 2: s->off = 1; break;
+	case 3: s->len = 1; break;
+	case 4: s->rw_flags = 1; break;
+	case 5: s->buf_index = 1; break;
+	case 6: s->splice_fd_in = 1; break;
+	case 7: s->addr3 = 1; break;
+	case 8: s->__pad2[0] = 1; break;
+	case 9: s->personality = 1; break;
+	}
 }
 
 struct outcome {
@@ -539,9 +561,9 @@ static void run_patient(const struct gen *g, int emulated, struct outcome *o)
 
 static void describe(const struct gen *g, char *out, size_t cap)
 {
-	snprintf(out, cap, "op %u flags 0x%x fd %s fd2 %s addr#%d addr2#%d len %u off %lld opflags 0x%x pick %u",
+	snprintf(out, cap, "op %u flags 0x%x fd %s fd2 %s addr#%d addr2#%d len %u off %lld opflags 0x%x pick %u stray %d",
 		 g->op, g->sqe_flags, kind_name[g->fd_i], kind_name[g->fd2_i], g->addr_k, g->addr2_k, g->len,
-		 (long long)g->off, g->op_flags, g->pick % 20);
+		 (long long)g->off, g->op_flags, g->pick % 20, g->stray);
 }
 
 /* The two outcomes agree (a pending request's result aside; STATX fills its buffer with

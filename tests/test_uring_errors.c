@@ -11,11 +11,16 @@
  * with an offset on the other pipe is -EBADF, not -ESPIPE; a POLL_ADD of a file that cannot be
  * polled with none of its events ready is -EINVAL, and POLLRDHUP is reported unasked; a
  * PROVIDE_BUFFERS of none is -E2BIG, of a NULL address fine; a WRITE to a socket whose peer has
- * gone raises SIGPIPE in the submitting thread, a SEND does not. */
+ * gone raises SIGPIPE in the submitting thread, a SEND does not; a field an op does not use set is
+ * -EINVAL before the fd is looked at (UNLINKAT's off, SHUTDOWN's buf_index, ACCEPT's unknown flags,
+ * NOP's ioprio), a read's ioprio class 0 with a level -EINVAL, with only a hint fine; MADVISE takes
+ * its length from off, FADVISE from addr, when set; a multishot POLL_ADD of a file that cannot be
+ * polled with none of its events ready is -EINVAL. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -232,6 +237,53 @@ static void body(void)
 	s = tu_sqe(&ring);
 	io_uring_prep_remove_buffers(s, 1, 1);
 	CHECK_EQ(res(&ring), 1);
+
+	/* fields an op does not use: not 0 is -EINVAL before the file is looked at (the bad fd) */
+	s = tu_sqe(&ring);
+	io_uring_prep_unlinkat(s, 1000, "x", 0);
+	s->off = 1;
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_shutdown(s, 1000, SHUT_RD);
+	s->buf_index = 1;
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_accept(s, 1000, NULL, NULL, 0);
+	s->accept_flags = 1;
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_nop(s);
+	s->ioprio = 1;
+	CHECK_EQ(res(&ring), -EINVAL);
+	/* a read's ioprio: class 0 with a level is -EINVAL, a hint alone (bits 3-12) is fine */
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, fd, buf, 4, 0);
+	s->ioprio = 1;
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, fd, buf, 4, 0);
+	s->ioprio = 8;
+	CHECK_EQ(res(&ring), 4);
+	/* MADVISE's length is off when set, FADVISE's addr (64-bit lengths, Linux 6.7) */
+	char *m2 = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m2 != MAP_FAILED);
+	CHECK_EQ(munmap(m2 + 4096, 4096), 0);
+	s = tu_sqe(&ring);
+	io_uring_prep_madvise(s, m2, 4096, MADV_NORMAL);
+	CHECK_EQ(res(&ring), 0);
+	s = tu_sqe(&ring);
+	io_uring_prep_madvise(s, m2, 4096, MADV_NORMAL);
+	s->off = 8192;                                  /* into the unmapped page */
+	CHECK_EQ(res(&ring), -ENOMEM);
+	munmap(m2, 4096);
+	s = tu_sqe(&ring);
+	io_uring_prep_fadvise(s, fd, 0, 100, POSIX_FADV_NORMAL);
+	s->addr = 0x8000000000000000ull;                /* a negative length */
+	CHECK_EQ(res(&ring), -EINVAL);
+	/* a multishot POLL_ADD of a file that cannot be polled, none of its events ready */
+	s = tu_sqe(&ring);
+	io_uring_prep_poll_multishot(s, fd, 0);
+	CHECK_EQ(res(&ring), -EINVAL);
 
 	tu_none(&ring);
 	io_uring_queue_exit(&ring);

@@ -322,6 +322,13 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		return -EINVAL;                      /* unknown flags */
 	if ((p.flags & IORING_SETUP_SQ_AFF) && !(p.flags & IORING_SETUP_SQPOLL))
 		return -EINVAL;
+	if (p.flags & IORING_SETUP_SQ_AFF) {
+		/* the poller's CPU: one this process may run on, as the kernel's check */
+		cpu_set_t may;
+		if (p.sq_thread_cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(may), &may) < 0 ||
+		    !CPU_ISSET(p.sq_thread_cpu, &may))
+			return -EINVAL;
+	}
 	if ((p.flags & IORING_SETUP_DEFER_TASKRUN) &&
 	    (!(p.flags & IORING_SETUP_SINGLE_ISSUER) || (p.flags & IORING_SETUP_SQPOLL)))
 		return -EINVAL;
@@ -384,6 +391,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	r->cqe_shift = (p.flags & IORING_SETUP_CQE32) ? 1 : 0;
 	r->wq_max = 0;                         /* the default, worked out when first wanted */
 	r->sq_idle_ms = p.sq_thread_idle ? p.sq_thread_idle : 1000;
+	r->sq_cpu = (p.flags & IORING_SETUP_SQ_AFF) ? (int)p.sq_thread_cpu : -1;
 	r->disabled = !!(p.flags & IORING_SETUP_R_DISABLED);
 
 	size_t cqes_sz = (size_t)cq * (16u << r->cqe_shift);
@@ -886,6 +894,12 @@ static void *sqp_main(void *arg)
 {
 	emu_thread_running();
 	struct emu_ring *r = arg;
+	if (r->sq_cpu >= 0) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(r->sq_cpu, &one);
+		sched_setaffinity(0, sizeof(one), &one);   /* checked at setup; a cpuset changed since: not pinned */
+	}
 	uint64_t idle_ns = (uint64_t)r->sq_idle_ms * 1000000ull, last = now_ns();
 	for (;;) {
 		if (r->dying)

@@ -368,6 +368,41 @@ static int prep_zc(struct ureq *q)
 	return 0;
 }
 
+/* SQE fields an op does not use and the kernel's prep refuses when they are not 0
+ * (-EINVAL, before the file is looked at): as Linux 6.18 answers, measured by
+ * test_uring_differential's stray values. Ops not listed check their own. */
+enum { Z_OFF = 1, Z_LEN = 2, Z_OPF = 4, Z_BUF = 8, Z_SFD = 16, Z_A3 = 32, Z_P2 = 64 };
+static const uint8_t zero_fields[] = {
+	[IORING_OP_FSYNC] = Z_BUF | Z_SFD,
+	[IORING_OP_POLL_ADD] = Z_OFF | Z_BUF,
+	[IORING_OP_SYNC_FILE_RANGE] = Z_BUF | Z_SFD,
+	[IORING_OP_TIMEOUT] = Z_A3 | Z_P2,
+	[IORING_OP_ACCEPT] = Z_LEN | Z_BUF,
+	[IORING_OP_FALLOCATE] = Z_OPF | Z_BUF | Z_SFD,
+	[IORING_OP_OPENAT] = Z_BUF,
+	[IORING_OP_STATX] = Z_BUF | Z_SFD,
+	[IORING_OP_FADVISE] = Z_BUF | Z_SFD,
+	[IORING_OP_MADVISE] = Z_BUF | Z_SFD,
+	[IORING_OP_RECV] = Z_OFF | Z_SFD,
+	[IORING_OP_EPOLL_CTL] = Z_BUF | Z_SFD,
+	[IORING_OP_REMOVE_BUFFERS] = Z_OPF | Z_SFD,
+	[IORING_OP_TEE] = Z_OFF,
+	[IORING_OP_SHUTDOWN] = Z_OFF | Z_OPF | Z_BUF | Z_SFD,
+	[IORING_OP_RENAMEAT] = Z_BUF | Z_SFD,
+	[IORING_OP_UNLINKAT] = Z_OFF | Z_LEN | Z_BUF | Z_SFD,
+	[IORING_OP_MKDIRAT] = Z_OFF | Z_OPF | Z_BUF | Z_SFD,
+	[IORING_OP_SYMLINKAT] = Z_LEN | Z_OPF | Z_BUF | Z_SFD,
+	[IORING_OP_LINKAT] = Z_BUF | Z_SFD,
+};
+
+static int stray_field(const struct io_uring_sqe *s)
+{
+	unsigned z = s->opcode < sizeof(zero_fields) ? zero_fields[s->opcode] : 0;
+	return ((z & Z_OFF) && s->off) || ((z & Z_LEN) && s->len) || ((z & Z_OPF) && s->rw_flags) ||
+	       ((z & Z_BUF) && s->buf_index) || ((z & Z_SFD) && s->splice_fd_in) || ((z & Z_A3) && s->addr3) ||
+	       ((z & Z_P2) && s->__pad2[0]);
+}
+
 static int prep(struct emu_ring *r, struct ureq *q)
 {
 	struct io_uring_sqe *s = &q->sqe;
@@ -384,15 +419,18 @@ static int prep(struct emu_ring *r, struct ureq *q)
 			return -EINVAL;
 	}
 	if (is_rw(op)) {
-		/* ioprio as ioprio_set(2) takes it: class 0..3, level below 8 */
-		unsigned cls = s->ioprio >> 13, lvl = s->ioprio & 0x1fff;
-		if (cls > 3 || ((cls == 1 || cls == 2) && lvl >= 8))
+		/* ioprio as the kernel's ioprio_check_cap takes it: class 0..3, its level
+		 * the low 3 bits (bits 3-12 are hints), class 0 with none */
+		unsigned cls = s->ioprio >> 13;
+		if (cls > 3 || (cls == 0 && (s->ioprio & 7)))
 			return -EINVAL;
-	} else if (s->ioprio && op != IORING_OP_NOP && op != IORING_OP_SEND && op != IORING_OP_RECV &&
+	} else if (s->ioprio && op != IORING_OP_SEND && op != IORING_OP_RECV &&
 		   op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG && op != IORING_OP_ACCEPT &&
 		   op != IORING_OP_SEND_ZC && op != IORING_OP_SENDMSG_ZC) {
 		return -EINVAL;
 	}
+	if (stray_field(s))
+		return -EINVAL;
 	if ((s->flags & IOSQE_FIXED_FILE) && !r->files &&
 	    op != IORING_OP_NOP && op != IORING_OP_TIMEOUT && op != IORING_OP_LINK_TIMEOUT)
 		return -EBADF;
@@ -454,6 +492,8 @@ static int prep(struct emu_ring *r, struct ureq *q)
 	case IORING_OP_ACCEPT:
 		if (s->ioprio & ~IORING_ACCEPT_MULTISHOT)
 			return -EINVAL;
+		if (s->accept_flags & ~(unsigned)(SOCK_CLOEXEC | SOCK_NONBLOCK))
+			return -EINVAL;         /* at prep, before the file */
 		/* a multishot accept into the registered table allocates each slot */
 		if ((s->ioprio & IORING_ACCEPT_MULTISHOT) && s->file_index && s->file_index != IORING_FILE_INDEX_ALLOC)
 			return -EINVAL;
@@ -1783,8 +1823,12 @@ static int32_t op_poll_add(struct ureq *q, int ctx)
 		e = reactor_mshot_arm_locked(q);
 		r->ms_harvest = 1;
 		pthread_mutex_unlock(&r->lock);
-		if (e == -EPERM)
-			return exec_poll_now(q->fd, ev);   /* a regular file: ready, and never woken */
+		if (e == -EPERM) {
+			/* a regular file: ready, and never woken; none of its events ready:
+			 * -EINVAL, as a one-shot poll (reactor_arm_locked) */
+			int32_t m = exec_poll_now(q->fd, ev);
+			return m > 0 ? m : -EINVAL;
+		}
 		return e ? e : Q_QUEUED;
 	}
 	if (ctx == CTX_INLINE) {
@@ -2074,10 +2118,12 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 		if (ctx == CTX_INLINE && adv != POSIX_FADV_NORMAL && adv != POSIX_FADV_RANDOM &&
 		    adv != POSIX_FADV_SEQUENTIAL)
 			return exec_punt(q);
-		return -posix_fadvise(q->fd, (off_t)s->off, (off_t)s->len, adv);
+		/* the length: addr, else len (64-bit lengths since Linux 6.7) */
+		return -posix_fadvise(q->fd, (off_t)s->off, (off_t)(s->addr ? s->addr : s->len), adv);
 	}
 	case IORING_OP_MADVISE:
-		return ret_errno(madvise((void *)(uintptr_t)s->addr, s->len, (int)s->fadvise_advice));
+		/* the length: off, else len (64-bit lengths since Linux 6.7) */
+		return ret_errno(madvise((void *)(uintptr_t)s->addr, s->off ? s->off : s->len, (int)s->fadvise_advice));
 	case IORING_OP_POLL_ADD:
 		return op_poll_add(q, ctx);
 	case IORING_OP_POLL_REMOVE:

@@ -280,6 +280,7 @@ struct emu_ring {
 	pthread_cond_t sqp_cond;       /* poller sleeps here (NEED_WAKEUP) */
 	pthread_cond_t sqspace_cond;   /* SQ_WAIT waiters */
 	unsigned sq_idle_ms;
+	int sq_cpu;                    /* IORING_SETUP_SQ_AFF: the poller's CPU, else -1 */
 };
 
 /* emu.c */
