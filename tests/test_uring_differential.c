@@ -278,9 +278,9 @@ static void scope(struct gen *g, int reuse)
 		if (is_empty_stream(g->fd_i) && (g->op == IORING_OP_READ ? g->len : g->len % 3) == 0)
 			g->len = 1;
 	}
-	/* a RECV with MSG_DONTWAIT and IOSQE_ASYNC of an empty socket: -EAGAIN in the kernel,
-	 * the emulation waits */
-	if (g->op == IORING_OP_RECV && g->pick % 4 == 1)
+	/* a RECV with MSG_DONTWAIT, or MSG_OOB (a stray 1 in its flags), and IOSQE_ASYNC of
+	 * an empty socket: -EAGAIN or -EINVAL in the kernel, the emulation waits for data */
+	if (g->op == IORING_OP_RECV && (g->pick % 4 == 1 || g->stray == 4))
 		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
 	/* stray values the kernel reads as a feature the emulation does not have: a read's or
 	 * write's __pad2 (PI attributes: addr3 is then read, -EFAULT at NULL); POLL_FIRST
@@ -299,26 +299,10 @@ static void scope(struct gen *g, int reuse)
 	}
 	if (!reuse)
 		return;
-	/* A number the program closed that the emulated ring still has cached (F_BAD, a
-	 * closed number that named a file before): the kernel says -EBADF; the emulation
-	 * gives a READ/WRITE's flag and offset errors first (-EOPNOTSUPP, -EINVAL), a
-	 * POLL_ADD POLLNVAL, a SPLICE/TEE of 0 bytes 0. */
-	if (is_rw(g->op) && g->fd_i == F_BAD) {
-		g->op_flags &= ~(unsigned)(RWF_HIPRI | 0x80000000u);
-		if ((int64_t)g->off < -1)
-			g->off = 0;
-	}
-	if (g->op == IORING_OP_POLL_ADD && g->fd_i == F_BAD)
-		g->fd_i = F_NONE;
-	if ((g->op == IORING_OP_SPLICE || g->op == IORING_OP_TEE) && (g->fd_i == F_BAD || g->fd2_i == F_BAD) &&
-	    g->len == 0)
-		g->len = 1;
-	/* A number cached as a pipe (or another stream) that is a socket now, read or
-	 * written at an offset above 0 with IOSQE_ASYNC: -ESPIPE in the kernel, the
-	 * emulation waits (without IOSQE_ASYNC it finds the socket). */
-	if (is_rw(g->op) && (g->fd_i == F_SOCK || g->fd_i == F_SOCK_EMPTY || g->fd_i == F_SOCK_NB) &&
-	    (int64_t)g->off > 0)
-		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
+	/* On a kept ring a multishot POLL_ADD (len 1: IORING_POLL_ADD_MULTI, a stray value)
+	 * would go on posting into later SQEs' turns: one-shot there. */
+	if (g->op == IORING_OP_POLL_ADD && g->stray == 3)
+		g->stray = 0;
 	/* The O_DIRECT file's number is never used: one cached as a pipe (or another
 	 * stream) that is an O_DIRECT file now, read or written, waits in the emulation
 	 * (RWF_NOWAIT's -EAGAIN taken for a stream's); one cached as the O_DIRECT file that
@@ -328,11 +312,10 @@ static void scope(struct gen *g, int reuse)
 		g->fd_i = F_FILE;
 	if (g->fd2_i == F_DIRECT)
 		g->fd2_i = F_FILE;
-	/* A read of a pipe or socket whose number was cached as a regular file: a short
-	 * read goes on (waits for more) in the emulation, the kernel ends it; as an
-	 * O_NONBLOCK pipe or socket (and it is not now): -EAGAIN emulated, the kernel waits.
-	 * With RWF_NOWAIT both end at once (but not with IOSQE_ASYNC, with which the
-	 * emulation waits for data first where the kernel says -EAGAIN). */
+	/* A read of a pipe or socket whose number was cached as an O_NONBLOCK pipe or
+	 * socket (and it is not now): -EAGAIN emulated, the kernel waits. With RWF_NOWAIT
+	 * both end at once (but not with IOSQE_ASYNC, with which the emulation waits for
+	 * data first where the kernel says -EAGAIN). */
 	if (is_read(g->op) && (g->fd_i == F_PIPE_R || g->fd_i == F_SOCK || is_empty_stream(g->fd_i))) {
 		g->op_flags |= RWF_NOWAIT;
 		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
