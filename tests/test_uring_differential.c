@@ -1,18 +1,25 @@
 /* Description: the emulated ring answers as the kernel's does. Random SQEs (opcodes of the Linux
- * 5.10 set and later ones both support, fds from {bad, -1, a file, a directory, both ends of a
- * pipe holding data, a socket holding data, /dev/null, an epoll fd}, pointers from {NULL, low
- * garbage, an unmapped page, the op's own valid argument}, lengths, offsets, op flags, and now and
- * then a stray value in a field the op does not use) each run on a fresh fixture through a kernel
- * ring and an emulated one (URING_EMULATE=1 at setup) in the same process; their CQEs must agree:
- * the result (an fd's number aside), the F_MORE/F_NOTIF flags, the bytes a read left in the
- * buffer and the file's contents after. A request still pending after 20 ms on both rings agrees
- * (it waits for something that never comes); on one only, the other gets a second more. The
- * kernel is the reference: with io_uring blocked this test has nothing to compare with and
- * skips its one part. TRIALS (env) sets the number of SQEs (default 1500), SEED the seed. */
+ * 5.10 set and later ones both support, fds from {bad, -1, a file, an O_DIRECT file, a directory,
+ * both ends of a pipe holding data, a socket holding data, empty pipes and sockets blocking and
+ * O_NONBLOCK, /dev/null, an epoll fd}, pointers from {NULL, low garbage, an unmapped page, the
+ * op's own valid argument}, lengths, offsets, op flags, and now and then a stray value in a field
+ * the op does not use) run through a kernel ring and an emulated one (URING_EMULATE=1 at setup)
+ * in the same process; their CQEs must agree: the result (an fd's number aside), the
+ * F_MORE/F_NOTIF flags, the bytes a read left in the buffer and the directory's files after. A
+ * request still pending after 20 ms on both rings agrees (it waits for something that never
+ * comes; it is cancelled); on one only, the other gets a second more. Part 1: each SQE on fresh
+ * rings and a fresh fixture. Part 2: the two rings kept for all SQEs (of the ops that take a plain
+ * fd), each SQE's fresh fixture moved (dup3) to fd numbers that named other kinds for the SQE
+ * before, the same sequence on both rings: the emulated ring's per-ring cache of an fd number's
+ * kind (DROPIN.md) goes stale, as when a program closes an fd itself and gets the number back for
+ * another file. The kernel is the reference: with io_uring blocked this test has nothing to
+ * compare with and skips both parts. TRIALS (env) sets the number of SQEs of part 1 (default
+ * 1500), REUSE_TRIALS of part 2 (default 1000), SEED the seed of both. */
 #include "test_uring.h"
 #include "parts.h"
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -33,12 +40,24 @@ static uint64_t rnd(void)
 #define PICK(a) ((a)[rnd() % (sizeof(a) / sizeof((a)[0]))])
 #define CHOOSE(g, a) ((a)[(g)->pick % (sizeof(a) / sizeof((a)[0]))])
 
-/* The fixture: made afresh for each run of an SQE. */
-enum { F_BAD, F_NONE, F_FILE, F_DIR, F_PIPE_R, F_PIPE_W, F_SOCK, F_NULLDEV, F_EPOLL, NFD };
+/* The fixture: made afresh for each run of an SQE. Its fds by kind: the cached kind of an fd
+ * (DROPIN.md) is regular, socket, stream or directory, with O_DIRECT and O_NONBLOCK, and an
+ * empty pipe or socket is where a stale one would wait, or not, unlike the kernel. */
+enum {
+	F_BAD, F_NONE, F_FILE, F_DIR, F_PIPE_R, F_PIPE_W, F_SOCK, F_NULLDEV, F_EPOLL,
+	F_DIRECT,                       /* a file opened O_DIRECT (plain where the fs has none) */
+	F_PIPE_EMPTY, F_PIPE_NB,        /* read ends of empty pipes, the writer open; O_NONBLOCK */
+	F_SOCK_EMPTY, F_SOCK_NB,        /* sockets, nothing to read, the peer open; O_NONBLOCK */
+	NFD
+};
+static const char *const kind_name[NFD] = {
+	"bad", "-1", "file", "dir", "pipe-r", "pipe-w", "sock", "null", "epoll",
+	"odirect", "pipe-empty", "pipe-nonblock", "sock-empty", "sock-nonblock",
+};
 struct fixture {
 	char dir[64];
 	int fd[NFD];
-	int dirfd;
+	int keep[4];                    /* the other ends of the empty pipes and sockets */
 };
 
 static char top[4096];              /* the test's own directory */
@@ -48,16 +67,25 @@ static struct iovec iovs[2];
 static struct __kernel_timespec ts1ms = { 0, 1000000 };
 static struct epoll_event epev = { EPOLLIN, { 0 } };
 
-static void fixture_make(struct fixture *f)
+static int odirect = O_DIRECT;      /* 0 where /tmp has no O_DIRECT */
+
+/* Part 2 puts the fixture's fds at these numbers (pos[kind]: its slot), the same numbers
+ * for other kinds each time: above the test's own fds, below the library's (EMU_FD_BASE)
+ * and within the ring's fd cache (EMU_FCACHE). */
+#define SLOT0 100
+
+/* pos: NULL (the fds where they were opened), else each kind but F_NONE moves to
+ * SLOT0 + pos[kind] (F_BAD's is left closed). */
+static void fixture_make(struct fixture *f, const int *pos)
 {
 	strcpy(f->dir, "/tmp/tu_diffXXXXXX");
 	CHECK(mkdtemp(f->dir) != NULL);
-	f->dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	CHECK(f->dirfd >= 0);
-	int fd = openat(f->dirfd, "f", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(dfd >= 0);
+	int fd = openat(dfd, "f", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	CHECK(fd >= 0);
 	CHECK_EQ(write(fd, "0123456789abcdef", 16), 16);
-	CHECK_EQ(mkdirat(f->dirfd, "d", 0700), 0);
+	CHECK_EQ(mkdirat(dfd, "d", 0700), 0);
 	int p[2], sv[2];
 	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
 	CHECK_EQ(write(p[1], "pipedata", 8), 8);
@@ -66,7 +94,7 @@ static void fixture_make(struct fixture *f)
 	f->fd[F_BAD] = 1000;            /* not open: the test's own fds stay below */
 	f->fd[F_NONE] = -1;
 	f->fd[F_FILE] = fd;
-	f->fd[F_DIR] = f->dirfd;
+	f->fd[F_DIR] = dfd;
 	f->fd[F_PIPE_R] = p[0];
 	f->fd[F_PIPE_W] = p[1];
 	f->fd[F_SOCK] = sv[0];
@@ -74,40 +102,100 @@ static void fixture_make(struct fixture *f)
 	f->fd[F_EPOLL] = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(f->fd[F_NULLDEV] >= 0 && f->fd[F_EPOLL] >= 0);
 	close(sv[1]);                   /* the data stays readable */
+	fd = openat(dfd, "o", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	char data[4096];
+	memset(data, 'o', sizeof data);
+	CHECK_EQ(write(fd, data, sizeof data), (long)sizeof data);
+	close(fd);
+	f->fd[F_DIRECT] = openat(dfd, "o", O_RDWR | O_CLOEXEC | odirect);
+	CHECK(f->fd[F_DIRECT] >= 0);
+	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+	f->fd[F_PIPE_EMPTY] = p[0];
+	f->keep[0] = p[1];
+	CHECK_EQ(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	f->fd[F_PIPE_NB] = p[0];
+	f->keep[1] = p[1];
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	f->fd[F_SOCK_EMPTY] = sv[0];
+	f->keep[2] = sv[1];
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
+	f->fd[F_SOCK_NB] = sv[0];
+	f->keep[3] = sv[1];
+	if (!pos)
+		return;
+	for (int k = 0; k < NFD; k++) {
+		if (k == F_NONE)
+			continue;
+		int to = SLOT0 + pos[k];
+		if (k != F_BAD) {
+			CHECK(f->fd[k] < SLOT0);
+			CHECK_EQ(dup3(f->fd[k], to, O_CLOEXEC), to);
+			close(f->fd[k]);
+		}
+		f->fd[k] = to;
+	}
 }
 
-/* The file's contents and the directory's names, to compare after a run. */
+/* The directory's names, with the size and a hash (FNV-1a) of each regular file's contents,
+ * to compare after a run. */
 static size_t fixture_state(struct fixture *f, char *out, size_t cap)
 {
 	size_t n = 0;
-	char path[128];
-	snprintf(path, sizeof path, "%s/f", f->dir);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t r = read(fd, out, cap / 2);
-		n = r > 0 ? (size_t)r : 0;
-		close(fd);
-	}
 	struct dirent **names;
 	int k = scandir(f->dir, &names, NULL, alphasort);
 	CHECK(k >= 0);
 	for (int i = 0; i < k; i++) {
-		n += (size_t)snprintf(out + n, cap - n, "|%s", names[i]->d_name);
+		char path[512], chunk[4096];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/%s", f->dir, names[i]->d_name);
+		int fd = -1;
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		uint64_t h = 14695981039346656037ull, size = 0;
+		ssize_t r;
+		while (fd >= 0 && (r = read(fd, chunk, sizeof chunk)) > 0) {
+			for (ssize_t j = 0; j < r; j++)
+				h = (h ^ (uint8_t)chunk[j]) * 1099511628211ull;
+			size += (uint64_t)r;
+		}
+		if (fd >= 0)
+			n += (size_t)snprintf(out + n, cap - n, "|%s:%llu:%llx", names[i]->d_name,
+					      (unsigned long long)size, (unsigned long long)h);
+		else
+			n += (size_t)snprintf(out + n, cap - n, "|%s", names[i]->d_name);
+		if (n >= cap)
+			n = cap - 1;
+		if (fd >= 0)
+			close(fd);
 		free(names[i]);
 	}
 	free(names);
 	return n;
 }
 
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st, (void)type, (void)ftw;
+	return remove(path);
+}
+
+static void fixture_close(struct fixture *f)
+{
+	for (int i = F_FILE; i < NFD; i++) {
+		close(f->fd[i]);                /* EBADF where the SQE closed it: fine */
+		f->fd[i] = -1;
+	}
+	for (int i = 0; i < 4; i++) {
+		close(f->keep[i]);
+		f->keep[i] = -1;
+	}
+}
+
 static void fixture_free(struct fixture *f)
 {
-	for (int i = F_FILE; i < NFD; i++)
-		if (i != F_DIR)
-			close(f->fd[i]);        /* EBADF where the SQE closed it: fine */
-	char cmd[96];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-	CHECK_EQ(system(cmd), 0);
-	close(f->dirfd);
+	fixture_close(f);
+	CHECK_EQ(nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
 
 /* One SQE's description: picks made once, applied to each fixture. */
@@ -132,6 +220,14 @@ static const uint8_t ops[] = {
 	IORING_OP_SYMLINKAT, IORING_OP_LINKAT,
 };
 
+/* Part 2's: the ops that take a plain fd, which the emulation looks up in its cache. */
+static const uint8_t fd_ops[] = {
+	IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC, IORING_OP_POLL_ADD, IORING_OP_SYNC_FILE_RANGE,
+	IORING_OP_ACCEPT, IORING_OP_FALLOCATE, IORING_OP_CLOSE, IORING_OP_READ, IORING_OP_WRITE,
+	IORING_OP_FADVISE, IORING_OP_SEND, IORING_OP_RECV, IORING_OP_EPOLL_CTL, IORING_OP_SPLICE,
+	IORING_OP_TEE, IORING_OP_SHUTDOWN,
+};
+
 static int is_rw(uint8_t op)
 {
 	return op == IORING_OP_READ || op == IORING_OP_WRITE || op == IORING_OP_READV || op == IORING_OP_WRITEV;
@@ -144,11 +240,23 @@ static int is_path(uint8_t op)
 	       op == IORING_OP_LINKAT;
 }
 
+static int is_read(uint8_t op)
+{
+	return op == IORING_OP_READ || op == IORING_OP_READV;
+}
+
+/* An empty pipe or socket (nothing to read, the writer open). */
+static int is_empty_stream(int k)
+{
+	return k == F_PIPE_EMPTY || k == F_PIPE_NB || k == F_SOCK_EMPTY || k == F_SOCK_NB;
+}
+
 /*
  * What the emulation does not yet answer as this kernel (6.x) does is left out here, each
  * with the kernel's answer (DROPIN.md, "Compared with the kernel"); all else is compared.
+ * reuse: part 2's SQE, whose numbers may be cached by the emulated ring as other kinds.
  */
-static void scope(struct gen *g)
+static void scope(struct gen *g, int reuse)
 {
 	if (is_rw(g->op)) {
 		if (g->fd_i == F_EPOLL)         /* a READ of an epoll fd waits in the kernel */
@@ -158,6 +266,22 @@ static void scope(struct gen *g)
 		if (g->fd_i == F_DIR)
 			g->op_flags &= ~(unsigned)(RWF_DSYNC | RWF_SYNC | RWF_APPEND | 0x100);
 	}
+	if (is_read(g->op)) {
+		/* a read of an empty O_NONBLOCK pipe or socket waits in the kernel (which
+		 * ignores O_NONBLOCK where it can poll), -EAGAIN emulated */
+		if (g->fd_i == F_PIPE_NB)
+			g->fd_i = F_PIPE_EMPTY;
+		if (g->fd_i == F_SOCK_NB)
+			g->fd_i = F_SOCK_EMPTY;
+		/* a read of 0 bytes of an empty pipe or socket: 0 at once in the kernel; the
+		 * emulation waits for data first with IOSQE_ASYNC (and on a socket) */
+		if (is_empty_stream(g->fd_i) && (g->op == IORING_OP_READ ? g->len : g->len % 3) == 0)
+			g->len = 1;
+	}
+	/* a RECV with MSG_DONTWAIT, or MSG_OOB (a stray 1 in its flags), and IOSQE_ASYNC of
+	 * an empty socket: -EAGAIN or -EINVAL in the kernel, the emulation waits for data */
+	if (g->op == IORING_OP_RECV && (g->pick % 4 == 1 || g->stray == 4))
+		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
 	/* stray values the kernel reads as a feature the emulation does not have: a read's or
 	 * write's __pad2 (PI attributes: addr3 is then read, -EFAULT at NULL); POLL_FIRST
 	 * (ioprio 1) of a SEND/RECV, which this kernel answers -EAGAIN or waits for on a file
@@ -173,16 +297,50 @@ static void scope(struct gen *g)
 		if (g->addr2_k == 0)
 			g->addr2_k = 1;
 	}
+	if (!reuse)
+		return;
+	/* On a kept ring a multishot POLL_ADD (len 1: IORING_POLL_ADD_MULTI, a stray value)
+	 * would go on posting into later SQEs' turns: one-shot there. */
+	if (g->op == IORING_OP_POLL_ADD && g->stray == 3)
+		g->stray = 0;
+	/* The O_DIRECT file's number is never used: one cached as a pipe (or another
+	 * stream) that is an O_DIRECT file now, read or written, waits in the emulation
+	 * (RWF_NOWAIT's -EAGAIN taken for a stream's); one cached as the O_DIRECT file that
+	 * is a socket now, written at an offset above 0, is written (by kernel AIO) where
+	 * the kernel says -ESPIPE. */
+	if (g->fd_i == F_DIRECT)
+		g->fd_i = F_FILE;
+	if (g->fd2_i == F_DIRECT)
+		g->fd2_i = F_FILE;
+	/* A read of a pipe or socket whose number was cached as an O_NONBLOCK pipe or
+	 * socket (and it is not now): -EAGAIN emulated, the kernel waits. With RWF_NOWAIT
+	 * both end at once (but not with IOSQE_ASYNC, with which the emulation waits for
+	 * data first where the kernel says -EAGAIN). */
+	if (is_read(g->op) && (g->fd_i == F_PIPE_R || g->fd_i == F_SOCK || is_empty_stream(g->fd_i))) {
+		g->op_flags |= RWF_NOWAIT;
+		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
+	}
+	/* A write to a number cached as a regular file that is not one now: a write the
+	 * kernel cuts short (at 2 GiB - 4 KiB) goes on in the emulation; of 0 bytes to a
+	 * socket whose peer has gone, cached as a pipe: 0 emulated, -EPIPE in the kernel. */
+	if (is_rw(g->op) && !is_read(g->op)) {
+		if (g->len == 0x7fffffff)
+			g->len = BUF;
+		if ((g->op == IORING_OP_WRITE ? g->len : g->len % 3) == 0 &&
+		    (g->fd_i == F_SOCK || g->fd_i == F_SOCK_EMPTY || g->fd_i == F_SOCK_NB))
+			g->len = 1;
+	}
 }
 
-static void gen_make(struct gen *g)
+/* A random SQE of an op from opl (n of them), its fds by kind; scope() is applied after. */
+static void gen_make(struct gen *g, const uint8_t *opl, size_t n)
 {
 	static const uint32_t lens[] = { 0, 1, 8, 16, 100, 4096, BUF, 0x7fffffff };
 	static const uint64_t offs[] = { 0, 0, 4, 16, 100, (uint64_t)-1, (uint64_t)-2, 1ull << 62 };
 	static const uint32_t flagsv[] = { 0, 0, 0, 1, 2, 3, 4, 7, 0x10, 0x100, 0x80000000u };
 	static const uint8_t sqef[] = { 0, 0, 0, IOSQE_ASYNC };
 	memset(g, 0, sizeof(*g));
-	g->op = PICK(ops);
+	g->op = opl[rnd() % n];
 	g->sqe_flags = PICK(sqef);
 	g->fd_i = (int)(rnd() % NFD);
 	g->fd2_i = (int)(rnd() % NFD);
@@ -194,7 +352,6 @@ static void gen_make(struct gen *g)
 	g->pick = (uint32_t)rnd();
 	if (rnd() % 3 == 0)
 		g->stray = 1 + (int)(rnd() % 9);
-	scope(g);
 }
 
 static const char *paths[] = { "f", "d", "nonexistent", "", "f/x", "d/new" };
@@ -295,44 +452,87 @@ static int fd_like(uint8_t op)
 	return op == IORING_OP_OPENAT || op == IORING_OP_ACCEPT;
 }
 
-static void run_one(const struct gen *g, int emulated, struct outcome *o)
+/* A request still pending (user_data 7) is cancelled and both CQEs reaped, so that nothing
+ * of it outlives its fixture; one the cancel cannot stop (running) ends when the fixture's
+ * fds close (the empty pipes' and sockets' writers too). */
+static void settle(struct io_uring *ring, uint8_t op, struct fixture *f)
 {
-	if (emulated)
-		setenv("URING_EMULATE", "1", 1);
-	else
-		unsetenv("URING_EMULATE");
-	struct io_uring ring;
-	CHECK_EQ(io_uring_queue_init(4, &ring, 0), 0);
-	CHECK_EQ(tu_ring_is_emulated(ring.ring_fd), emulated);
+	struct io_uring_sqe *s = io_uring_get_sqe(ring);
+	io_uring_prep_cancel64(s, 7, 0);
+	s->user_data = 8;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	int seen = 0;
+	for (int i = 0; i < 200 && seen != 3; i++) {
+		struct io_uring_cqe *c;
+		struct __kernel_timespec t = { 0, 50000000 };
+		if (i == 40)
+			fixture_close(f);            /* 2 s: a cancel takes less */
+		if (io_uring_wait_cqe_timeout(ring, &c, &t) == 0) {
+			CHECK(c->user_data == 7 || c->user_data == 8);
+			if (c->user_data == 7 && fd_like(op) && c->res >= 0)
+				close(c->res);
+			seen |= c->user_data == 7 ? 1 : 2;
+			io_uring_cqe_seen(ring, c);
+		}
+	}
+	if (seen != 3)
+		FAIL("a pending request did not end when cancelled and its fds closed (seen %d)", seen);
+}
+
+/* g on ring with a fresh fixture, its fds at SLOT0 + pos[kind] (pos NULL: where they were
+ * opened), AT_FDCWD its directory; the CQE waited for wait_ms, else o->pending. */
+static void run_on(struct io_uring *ring, const struct gen *g, const int *pos, long wait_ms, struct outcome *o)
+{
 	struct fixture f;
-	fixture_make(&f);
-	CHECK_EQ(chdir(f.dir), 0);                  /* AT_FDCWD: the fixture's directory */
+	fixture_make(&f, pos);
+	CHECK_EQ(chdir(f.dir), 0);
 	memset(buf, 0xaa, BUF);
 	iovs[0] = (struct iovec){ buf, 10 };
 	iovs[1] = (struct iovec){ buf + 100, 20 };
-	struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+	struct io_uring_sqe *s = io_uring_get_sqe(ring);
 	gen_sqe(g, &f, s);
 	s->user_data = 7;
-	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(io_uring_submit(ring), 1);
 	struct io_uring_cqe *c;
-	struct __kernel_timespec t = { 0, 20000000 };
+	struct __kernel_timespec t = { wait_ms / 1000, wait_ms % 1000 * 1000000 };
 	memset(o, 0, sizeof(*o));
-	if (io_uring_wait_cqe_timeout(&ring, &c, &t) == 0) {
+	if (io_uring_wait_cqe_timeout(ring, &c, &t) == 0) {
+		CHECK_EQ(c->user_data, 7);
 		o->res = c->res;
 		o->flags = c->flags & (IORING_CQE_F_MORE | IORING_CQE_F_NOTIF);
 		if (fd_like(g->op) && c->res >= 0) {
 			close(c->res);
 			o->res = 0;
 		}
-		io_uring_cqe_seen(&ring, c);
+		io_uring_cqe_seen(ring, c);
 	} else {
 		o->pending = 1;
 	}
 	memcpy(o->bytes, buf, BUF);
-	io_uring_queue_exit(&ring);
+	if (o->pending)
+		settle(ring, g->op, &f);
 	o->nstate = fixture_state(&f, o->state, sizeof o->state);
 	CHECK_EQ(chdir(top), 0);
 	fixture_free(&f);
+}
+
+static void ring_make(struct io_uring *ring, int emulated)
+{
+	if (emulated)
+		setenv("URING_EMULATE", "1", 1);
+	else
+		unsetenv("URING_EMULATE");
+	CHECK_EQ(io_uring_queue_init(4, ring, 0), 0);
+	CHECK_EQ(tu_ring_is_emulated(ring->ring_fd), emulated);
+}
+
+/* Part 1: g on a fresh ring and fixture. */
+static void run_one(const struct gen *g, int emulated, struct outcome *o)
+{
+	struct io_uring ring;
+	ring_make(&ring, emulated);
+	run_on(&ring, g, NULL, 20, o);
+	io_uring_queue_exit(&ring);
 }
 
 /* When one ring is still waiting and the other is not: the waiting one again, given a second. */
@@ -344,35 +544,39 @@ static void run_patient(const struct gen *g, int emulated, struct outcome *o)
 
 static void describe(const struct gen *g, char *out, size_t cap)
 {
-	snprintf(out, cap, "op %u flags 0x%x fd#%d fd2#%d addr#%d addr2#%d len %u off %lld opflags 0x%x pick %u stray %d",
-		 g->op, g->sqe_flags, g->fd_i, g->fd2_i, g->addr_k, g->addr2_k, g->len, (long long)g->off,
-		 g->op_flags, g->pick % 5, g->stray);
+	snprintf(out, cap, "op %u flags 0x%x fd %s fd2 %s addr#%d addr2#%d len %u off %lld opflags 0x%x pick %u stray %d",
+		 g->op, g->sqe_flags, kind_name[g->fd_i], kind_name[g->fd2_i], g->addr_k, g->addr2_k, g->len,
+		 (long long)g->off, g->op_flags, g->pick % 20, g->stray);
 }
 
-int main(void)
+/* The two outcomes agree (a pending request's result aside; STATX fills its buffer with
+ * times); else the difference is printed, with what (the numbers' history) says. */
+static int compare(const char *part, long i, const struct gen *g, const struct outcome *k,
+		   const struct outcome *u, const char *what)
 {
-	char why[256];
-	if (!tu_have_io_uring(why, sizeof why)) {
-		tu_part_skip("io_uring", "emulated ring against the kernel's", why);
-		return 0;
-	}
-	tu_uring_check_lib();
-	const char *e = getenv("TRIALS");
-	long trials = e ? atol(e) : 1500;
-	e = getenv("SEED");
-	rs = e ? strtoull(e, NULL, 0) : 0x5eed1234abcdull;
-	CHECK(getcwd(top, sizeof top));
-	signal(SIGPIPE, SIG_IGN);                   /* writes to the socket whose peer is gone */
-	char *m = mmap(NULL, BUF + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(m != MAP_FAILED);
-	CHECK_EQ(mprotect(m + BUF, 4096, PROT_NONE), 0);
-	buf = m;
-	hole = m + BUF;
+	int same = k->pending == u->pending && (k->pending || (k->res == u->res && k->flags == u->flags)) &&
+		   (g->op == IORING_OP_STATX || !memcmp(k->bytes, u->bytes, BUF)) && k->nstate == u->nstate &&
+		   !memcmp(k->state, u->state, k->nstate);
+	if (same)
+		return 1;
+	char d[256];
+	describe(g, d, sizeof d);
+	fprintf(stderr, "DIFF %s trial %ld: %s%s: kernel %s%d flags %x, emulated %s%d flags %x%s%s\n", part, i, d,
+		what, k->pending ? "pending " : "", k->res, k->flags, u->pending ? "pending " : "", u->res, u->flags,
+		memcmp(k->bytes, u->bytes, BUF) ? ", buffer differs" : "",
+		k->nstate != u->nstate || memcmp(k->state, u->state, k->nstate) ? ", files differ" : "");
+	return 0;
+}
+
+/* Part 1: each SQE on fresh rings. The number of SQEs answered differently. */
+static long part_fresh(long trials)
+{
 	static struct outcome k, u;
-	int bad = 0;
+	long bad = 0;
 	for (long i = 0; i < trials; i++) {
 		struct gen g;
-		gen_make(&g);
+		gen_make(&g, ops, sizeof ops);
+		scope(&g, 0);
 		run_one(&g, 0, &k);
 		run_one(&g, 1, &u);
 		if (k.pending != u.pending) {
@@ -381,23 +585,131 @@ int main(void)
 			else
 				run_patient(&g, 1, &u);
 		}
-		int same = k.pending == u.pending &&
-			   (k.pending || (k.res == u.res && k.flags == u.flags)) &&
-			   (g.op == IORING_OP_STATX || !memcmp(k.bytes, u.bytes, BUF)) &&
-			   k.nstate == u.nstate && !memcmp(k.state, u.state, k.nstate);
-		if (!same) {
-			char d[256];
-			describe(&g, d, sizeof d);
-			fprintf(stderr, "DIFF trial %ld: %s: kernel %s%d flags %x, emulated %s%d flags %x%s%s\n", i, d,
-				k.pending ? "pending " : "", k.res, k.flags, u.pending ? "pending " : "", u.res,
-				u.flags, memcmp(k.bytes, u.bytes, BUF) ? ", buffer differs" : "",
-				k.nstate != u.nstate || memcmp(k.state, u.state, k.nstate) ? ", files differ" : "");
-			bad++;
+		bad += !compare("fresh", i, &g, &k, &u, "");
+	}
+	return bad;
+}
+
+/*
+ * Part 2: one kernel ring and one emulated ring for all SQEs, each SQE on its fixture made
+ * afresh with every fd moved (dup3) to a number that named another kind for the SQE before
+ * (the slots SLOT0.. dealt anew, none keeping its kind), the same sequence on both rings. Half
+ * the time an SQE uses a number the one before used, so the emulated ring's cached kind of it
+ * is of another file. The kernel has no such state: a request pending there and not in the
+ * emulation runs again on the kernel's ring (as part 1); the emulated ring, whose cache a rerun
+ * would change, waits a second at once where the kernel did not wait.
+ */
+#define NSLOT (NFD - 1)                 /* every kind but F_NONE (-1) has a number */
+#define NHIST 3
+
+static long part_reuse(long trials)
+{
+	static struct outcome k, u;
+	struct io_uring kr, ur;
+	ring_make(&kr, 0);
+	ring_make(&ur, 1);
+	int at[NSLOT], pos[NFD], hist[NSLOT][NHIST], used[3], nused = 0;
+	for (int s = 0, kd = 0; kd < NFD; kd++)
+		if (kd != F_NONE)
+			at[s++] = kd;
+	memset(hist, -1, sizeof hist);
+	long bad = 0;
+	for (long i = 0; i < trials; i++) {
+		int prev[NSLOT], moved;
+		memcpy(prev, at, sizeof prev);
+		do {                            /* a shuffle with no kind at its old number */
+			for (int s = NSLOT - 1; s > 0; s--) {
+				int j = (int)(rnd() % (unsigned)(s + 1)), t = at[s];
+				at[s] = at[j];
+				at[j] = t;
+			}
+			moved = 1;
+			for (int s = 0; s < NSLOT; s++)
+				moved &= at[s] != prev[s];
+		} while (!moved);
+		for (int s = 0; s < NSLOT; s++)
+			pos[at[s]] = s;
+		pos[F_NONE] = -1;
+		struct gen g;
+		gen_make(&g, fd_ops, sizeof fd_ops);
+		int s1 = nused && rnd() % 2 ? used[rnd() % (unsigned)nused] : (int)(rnd() % NSLOT);
+		int s2 = nused && rnd() % 2 ? used[rnd() % (unsigned)nused] : (int)(rnd() % NSLOT);
+		g.fd_i = rnd() % 16 ? at[s1] : F_NONE;
+		g.fd2_i = rnd() % 16 ? at[s2] : F_NONE;
+		scope(&g, 1);
+		run_on(&kr, &g, pos, 20, &k);
+		run_on(&ur, &g, pos, k.pending ? 20 : 1000, &u);
+		for (int j = 0; j < 50 && k.pending && !u.pending; j++) {
+			usleep(20000);
+			run_on(&kr, &g, pos, 20, &k);
+		}
+		/* the numbers this SQE names (the fd the emulation looks up first) */
+		nused = 0;
+		if (g.fd_i != F_NONE)
+			used[nused++] = pos[g.fd_i];
+		if ((g.op == IORING_OP_SPLICE || g.op == IORING_OP_TEE) && g.fd2_i != F_NONE)
+			used[nused++] = pos[g.fd2_i];
+		if (g.op == IORING_OP_EPOLL_CTL)
+			used[nused++] = pos[F_EPOLL];
+		char what[256];
+		size_t n = 0;
+		for (int j = 0; j < nused; j++) {
+			const int *h = hist[used[j]];
+			n += (size_t)snprintf(what + n, sizeof what - n, "; fd %d: %s, before: %s %s %s", SLOT0 + used[j],
+					      kind_name[at[used[j]]], h[0] < 0 ? "-" : kind_name[h[0]],
+					      h[1] < 0 ? "-" : kind_name[h[1]], h[2] < 0 ? "-" : kind_name[h[2]]);
+		}
+		bad += !compare("reuse", i, &g, &k, &u, what);
+		for (int j = 0; j < nused; j++) {
+			int *h = hist[used[j]];
+			if (j && used[j] == used[0])
+				continue;
+			memmove(h + 1, h, (NHIST - 1) * sizeof *h);
+			h[0] = at[used[j]];
 		}
 	}
+	io_uring_queue_exit(&kr);
+	io_uring_queue_exit(&ur);
+	return bad;
+}
+
+int main(void)
+{
+	char why[256];
+	if (!tu_have_io_uring(why, sizeof why)) {
+		tu_part_skip("io_uring", "emulated ring against the kernel's", why);
+		tu_part_skip("io_uring", "emulated ring against the kernel's, fd numbers reused", why);
+		return 0;
+	}
+	tu_uring_check_lib();
+	const char *e = getenv("TRIALS");
+	long trials = e ? atol(e) : 1500;
+	e = getenv("REUSE_TRIALS");
+	long rtrials = e ? atol(e) : 1000;
+	e = getenv("SEED");
+	uint64_t seed = e ? strtoull(e, NULL, 0) : 0x5eed1234abcdull;
+	CHECK(getcwd(top, sizeof top));
+	signal(SIGPIPE, SIG_IGN);                   /* writes to the socket whose peer is gone */
+	char *m = mmap(NULL, BUF + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	CHECK_EQ(mprotect(m + BUF, 4096, PROT_NONE), 0);
+	buf = m;
+	hole = m + BUF;
+	if (!tu_have_odirect("/tmp", why, sizeof why)) {
+		odirect = 0;
+		tu_part_skip("O_DIRECT", "an O_DIRECT file among the fds compared", why);
+	}
+	rs = seed;
+	long bad = part_fresh(trials);
 	tu_part_ran("io_uring", "emulated ring against the kernel's");
-	printf("SUMMARY: %ld SQEs, %d answered differently\n", trials, bad);
-	if (bad)
-		FAIL("%d of %ld SQEs answered differently", bad, trials);
+	printf("SUMMARY: %ld SQEs on fresh rings, %ld answered differently\n", trials, bad);
+	rs = seed;
+	long rbad = part_reuse(rtrials);
+	tu_part_ran("io_uring", "emulated ring against the kernel's, fd numbers reused");
+	printf("SUMMARY: %ld SQEs on two kept rings, fd numbers reused for other kinds, %ld answered differently\n",
+	       rtrials, rbad);
+	if (bad || rbad)
+		FAIL("%ld of %ld SQEs on fresh rings and %ld of %ld on kept rings answered differently", bad, trials,
+		     rbad, rtrials);
 	return 0;
 }

@@ -40,6 +40,14 @@ static int32_t res(struct io_uring *ring)
 	return c.res;
 }
 
+/* Number n, closed through the ring (which forgets what it knew of it), names src's file. */
+static void ring_renumber(struct io_uring *ring, int n, int src)
+{
+	io_uring_prep_close(tu_sqe(ring), n);
+	CHECK_EQ(res(ring), 0);
+	CHECK_EQ(dup2(src, n), n);
+}
+
 static void body(void)
 {
 	struct io_uring ring;
@@ -153,6 +161,44 @@ static void body(void)
 	io_uring_prep_recv(s, n, buf, 4, 0);
 	s->flags |= IOSQE_ASYNC;
 	CHECK_EQ(res(&ring), -ENOTSOCK);
+	/* ... then, known as a file again (closed through the ring, which forgets its kind),
+	 * a socket's holding 8 bytes: a READ of 100 at the file position returns the 8 (it is
+	 * no regular file's short read, to go on with) */
+	ring_renumber(&ring, n, fd);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, n, buf, 4, 0);
+	CHECK_EQ(res(&ring), 4);
+	close(sv2[0]);
+	close(sv2[1]);
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv2), 0);
+	CHECK_EQ(dup2(sv2[0], n), n);
+	CHECK_EQ(write(sv2[1], "eightbyt", 8), 8);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, n, buf, 100, (uint64_t)-1);
+	CHECK_EQ(res(&ring), 8);
+	/* ... and known as an O_DIRECT file (where the file system has O_DIRECT), a socket's
+	 * now: a WRITE at an offset is -ESPIPE, not an AIO write of the socket */
+	char dpath[96];
+	snprintf(dpath, sizeof dpath, "%s/direct", dir);
+	int dfd0 = open(dpath, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	char *al = aligned_alloc(4096, 4096);
+	CHECK(al != NULL);
+	memset(al, 'd', 4096);
+	if (dfd0 >= 0) {
+		ring_renumber(&ring, n, dfd0);
+		s = tu_sqe(&ring);
+		io_uring_prep_write(s, n, al, 4096, 0);
+		CHECK_EQ(res(&ring), 4096);
+		CHECK_EQ(dup2(sv2[0], n), n);
+		s = tu_sqe(&ring);
+		io_uring_prep_write(s, n, al, 4096, 4096);
+		CHECK_EQ(res(&ring), -ESPIPE);
+		close(dfd0);
+	} else {
+		printf("no O_DIRECT in %s (%s): its part not run\n", dir, strerror(errno));
+	}
+	unlink(dpath);
+	free(al);
 	close(n);
 	close(sv2[0]);
 	close(sv2[1]);

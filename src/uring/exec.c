@@ -911,11 +911,14 @@ static int fixed_range(struct ureq *q)
 }
 
 /* 1 when fd cannot be read (wr 0) or written (wr 1): an O_PATH fd or one open for
- * the other direction only (the kernel's ring: -EBADF); 0 otherwise, or no fd. */
+ * the other direction only (the kernel's ring: -EBADF), or a number no longer open
+ * (closed by the program since the ring cached it); 0 otherwise. */
 static int fd_mode_refuses(int fd, int wr)
 {
 	int fl = fcntl(fd, F_GETFL);
-	return fl >= 0 && ((fl & O_PATH) || (fl & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY));
+	if (fl < 0)
+		return errno == EBADF;
+	return (fl & O_PATH) || (fl & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY);
 }
 
 /* A read's or write's early error e, in the kernel's order: a READV/WRITEV's iovec
@@ -951,9 +954,11 @@ static int32_t op_rw(struct ureq *q, int ctx)
 			return rw_early_err(q, wr, -EINVAL);
 	}
 	/* a socket at an offset above 0: -ESPIPE, as the kernel's ring has it (below -1:
-	 * -EINVAL, below; a pipe's offset is ignored); the cached kind is confirmed, and
-	 * a number cached as another file is looked at again on ESPIPE (below) */
-	if (q->fe.kind == FK_SOCK && (int64_t)s->off > 0 && !q->done && file_is_socket(q) == 1)
+	 * -EINVAL, below; a pipe's offset is ignored); a cached socket or stream is
+	 * confirmed (a pipe's number may be a socket's now, and with IOSQE_ASYNC it would
+	 * wait first), a number cached as another file is looked at again on ESPIPE (below) */
+	if ((q->fe.kind == FK_SOCK || q->fe.kind == FK_POLL) && (int64_t)s->off > 0 && !q->done &&
+	    file_is_socket(q) == 1)
 		return rw_early_err(q, wr, -ESPIPE);
 	if (op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED) {
 		if (!q->iov) {
@@ -1006,8 +1011,11 @@ static int32_t op_rw(struct ureq *q, int ctx)
 
 	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth. */
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done &&
-	    !direct_still(q, ctx))
+	    !direct_still(q, ctx)) {
 		refresh_file(q);
+		if (q->fe.kind == FK_SOCK && (int64_t)s->off > 0)
+			return rw_early_err(q, wr, -ESPIPE);
+	}
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done) {
 		e = kaio_submit(q, wr, ctx);
 		if (e != -EAGAIN)
@@ -1078,6 +1086,13 @@ static int32_t op_rw(struct ureq *q, int ctx)
 			return exec_punt(q);
 		}
 		if (err == EAGAIN && ctx != CTX_WORKER) {
+			struct stat st;
+			/* a regular file would not block: cached as one, a pipe's or socket's now */
+			if (q->done && q->fe.kind == FK_REG && !(q->sqe.flags & IOSQE_FIXED_FILE) &&
+			    fstat(q->fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+				refresh_file(q);
+				return (int32_t)q->done;
+			}
 			if ((s->rw_flags & RWF_NOWAIT) || q->fe.nonblock)
 				return q->done ? (int32_t)q->done : -EAGAIN;
 			if ((e = stabilize_iov(q)) < 0)
@@ -1104,9 +1119,9 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	if (n > 0 && q->fe.kind == FK_REG && q->iov && (uint64_t)n < want) {
 		if (rw_advance(q, (uint64_t)n) < 0)
 			return (int32_t)q->done;
-		if (ctx == CTX_WORKER)
-			return op_rw(q, ctx);
-		return exec_punt(q);
+		/* inline, the rest is tried at once too (RWF_NOWAIT): 0 at the end of a file,
+		 * EAGAIN (below) where the number cached as a file is a pipe's now */
+		return op_rw(q, ctx);
 	}
 	return (int32_t)(q->done + (uint64_t)n);
 }
@@ -1666,6 +1681,9 @@ static int32_t op_splice(struct ureq *q)
 	if ((e = exec_file(r, s->splice_fd_in, (sf & SPLICE_F_FD_IN_FIXED) ? 1 : 0, &in)) < 0)
 		return e;
 	sf &= ~SPLICE_F_FD_IN_FIXED;
+	/* 0 bytes: splice(2) and tee(2) look at no file, the kernel's ring has both */
+	if (!s->len && (fcntl(in.fd, F_GETFD) < 0 || fcntl(q->fd, F_GETFD) < 0))
+		return -EBADF;
 	if (s->opcode == IORING_OP_TEE) {
 		if (s->splice_off_in || s->off)
 			return -EINVAL;
@@ -1833,6 +1851,8 @@ static int32_t op_poll_add(struct ureq *q, int ctx)
 	}
 	if (ctx == CTX_INLINE) {
 		int32_t m = exec_poll_now(q->fd, ev);
+		if (m > 0 && (m & POLLNVAL))
+			return -EBADF;            /* closed since the ring cached it */
 		if (m)
 			return m;
 	}
