@@ -15,7 +15,8 @@
  * -EINVAL before the fd is looked at (UNLINKAT's off, SHUTDOWN's buf_index, ACCEPT's unknown flags,
  * NOP's ioprio; RECVMSG's and SENDMSG's off and splice_fd_in, OPENAT2's buf_index, CONNECT's len, flags,
  * buf_index and splice_fd_in, SOCKET's flags, buf_index and addr, the addr of FSYNC, SYNC_FILE_RANGE,
- * POLL_ADD, SHUTDOWN and TEE, a TIMEOUT's or LINK_TIMEOUT's addr3 and __pad2), a read's ioprio class 0 with a level -EINVAL, with only a hint fine; MADVISE takes
+ * POLL_ADD, SHUTDOWN and TEE, a TIMEOUT's or LINK_TIMEOUT's addr3 and __pad2; a direct ACCEPT, OPENAT
+ * or OPENAT2 with close-on-exec), a read's ioprio class 0 with a level -EINVAL, with only a hint fine; MADVISE takes
  * its length from off, FADVISE from addr, when set; a multishot POLL_ADD of a file that cannot be
  * polled with none of its events ready is -EINVAL. */
 #include "test_uring.h"
@@ -293,6 +294,17 @@ static void body(void)
 		if (got != -EINVAL)
 			FAIL("stray field case %d: res %d, expected -EINVAL", k, got);
 	}
+	/* a direct descriptor (file_index) asked for with close-on-exec: -EINVAL (before the fd) */
+	s = tu_sqe(&ring);
+	io_uring_prep_accept_direct(s, 1000, NULL, NULL, SOCK_CLOEXEC, 0);
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_openat_direct(s, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0, 0);
+	CHECK_EQ(res(&ring), -EINVAL);
+	zhow.flags = O_RDONLY | O_CLOEXEC;
+	s = tu_sqe(&ring);
+	io_uring_prep_openat2_direct(s, AT_FDCWD, path, &zhow, 0);
+	CHECK_EQ(res(&ring), -EINVAL);
 	/* a LINK_TIMEOUT's __pad2: it fails, the request it guards is cancelled */
 	s = tu_sqe(&ring);
 	io_uring_prep_nop(s);

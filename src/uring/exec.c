@@ -502,6 +502,8 @@ static int prep(struct emu_ring *r, struct ureq *q)
 			return -EINVAL;
 		if (s->accept_flags & ~(unsigned)(SOCK_CLOEXEC | SOCK_NONBLOCK))
 			return -EINVAL;         /* at prep, before the file */
+		if (s->file_index && (s->accept_flags & SOCK_CLOEXEC))
+			return -EINVAL;         /* a direct descriptor has no close-on-exec */
 		/* a multishot accept into the registered table allocates each slot */
 		if ((s->ioprio & IORING_ACCEPT_MULTISHOT) && s->file_index && s->file_index != IORING_FILE_INDEX_ALLOC)
 			return -EINVAL;
@@ -1595,6 +1597,8 @@ static int32_t op_open(struct ureq *q, int ctx)
 		 * its mode passed, which openat2 refuses (-EINVAL) */
 		how.mode = (how.flags & O_CREAT) || (how.flags & O_TMPFILE) == O_TMPFILE ? s->len : 0;
 	}
+	if (s->file_index && (how.flags & O_CLOEXEC))
+		return -EINVAL;                 /* a direct descriptor has no O_CLOEXEC: the kernel's prep */
 	how.flags |= O_LARGEFILE;
 	if (s->file_index)
 		how.flags |= O_CLOEXEC;
