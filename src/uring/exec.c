@@ -1048,7 +1048,8 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		/* a WRITE to a socket whose peer has gone raises SIGPIPE in the submitting
 		 * thread, as the kernel's ring's inline try does; never in our threads
 		 * (the poller, workers, the reactor), which block it (the kernel's io-wq
-		 * and retries send none either) */
+		 * sends none either; its retry after a wait does, as task work of the
+		 * submitter: not emulated, DROPIN.md) */
 		if (wr && (ctx != CTX_INLINE || !tls_in_submit || (q->r->flags & IORING_SETUP_SQPOLL)))
 			mf |= MSG_NOSIGNAL;
 		n = wr ? sendmsg(q->fd, &m, mf) : recvmsg(q->fd, &m, mf);
