@@ -13,7 +13,10 @@
  * PROVIDE_BUFFERS of none is -E2BIG, of a NULL address fine; a WRITE to a socket whose peer has
  * gone raises SIGPIPE in the submitting thread, a SEND does not; a field an op does not use set is
  * -EINVAL before the fd is looked at (UNLINKAT's off, SHUTDOWN's buf_index, ACCEPT's unknown flags,
- * NOP's ioprio), a read's ioprio class 0 with a level -EINVAL, with only a hint fine; MADVISE takes
+ * NOP's ioprio; RECVMSG's and SENDMSG's off and splice_fd_in, OPENAT2's buf_index, CONNECT's len, flags,
+ * buf_index and splice_fd_in, SOCKET's flags, buf_index and addr, the addr of FSYNC, SYNC_FILE_RANGE,
+ * POLL_ADD, SHUTDOWN and TEE, a TIMEOUT's or LINK_TIMEOUT's addr3 and __pad2; a direct ACCEPT, OPENAT
+ * or OPENAT2 with close-on-exec), a read's ioprio class 0 with a level -EINVAL, with only a hint fine; MADVISE takes
  * its length from off, FADVISE from addr, when set; a multishot POLL_ADD of a file that cannot be
  * polled with none of its events ready is -EINVAL. */
 #include "test_uring.h"
@@ -25,6 +28,7 @@
 #include <sys/stat.h>
 
 static volatile sig_atomic_t sigpipes;
+static struct __kernel_timespec zts = { 0, 1000000 };
 static void on_sigpipe(int sig)
 {
 	(void)sig;
@@ -301,6 +305,67 @@ static void body(void)
 	io_uring_prep_nop(s);
 	s->ioprio = 1;
 	CHECK_EQ(res(&ring), -EINVAL);
+	/* ... and the ops that share a prep with one the generator makes (RECVMSG: RECV's,
+	 * LINK_TIMEOUT: TIMEOUT's), the ones it does not make, and addr (Linux 6.18's answers) */
+	struct msghdr zmh;
+	struct iovec ziov = { buf, 4 };
+	memset(&zmh, 0, sizeof zmh);
+	zmh.msg_iov = &ziov;
+	zmh.msg_iovlen = 1;
+	struct open_how zhow = { .flags = O_RDONLY };
+	struct sockaddr_in zsa = { .sin_family = AF_INET };
+	for (int k = 0; k < 18; k++) {
+		s = tu_sqe(&ring);
+		switch (k) {
+		case 0: io_uring_prep_recvmsg(s, 1000, &zmh, 0); s->off = 1; break;
+		case 1: io_uring_prep_recvmsg(s, 1000, &zmh, 0); s->splice_fd_in = 1; break;
+		case 2: io_uring_prep_sendmsg(s, 1000, &zmh, 0); s->off = 1; break;
+		case 3: io_uring_prep_sendmsg(s, 1000, &zmh, 0); s->splice_fd_in = 1; break;
+		case 4: io_uring_prep_openat2(s, 1000, "x", &zhow); s->buf_index = 1; break;
+		case 5: io_uring_prep_connect(s, 1000, (struct sockaddr *)&zsa, sizeof zsa); s->len = 1; break;
+		case 6: io_uring_prep_connect(s, 1000, (struct sockaddr *)&zsa, sizeof zsa); s->rw_flags = 1; break;
+		case 7: io_uring_prep_connect(s, 1000, (struct sockaddr *)&zsa, sizeof zsa); s->buf_index = 1; break;
+		case 8: io_uring_prep_connect(s, 1000, (struct sockaddr *)&zsa, sizeof zsa); s->splice_fd_in = 1; break;
+		case 9: io_uring_prep_socket(s, AF_INET, SOCK_STREAM, 0, 0); s->rw_flags = 1; break;
+		case 10: io_uring_prep_socket(s, AF_INET, SOCK_STREAM, 0, 0); s->buf_index = 1; break;
+		case 11: io_uring_prep_socket(s, AF_INET, SOCK_STREAM, 0, 0); s->addr = 1; break;
+		case 12: io_uring_prep_fsync(s, 1000, 0); s->addr = 1; break;
+		case 13: io_uring_prep_sync_file_range(s, 1000, 16, 0, 0); s->addr = 1; break;
+		case 14: io_uring_prep_poll_add(s, 1000, POLLIN); s->addr = 1; break;
+		case 15: io_uring_prep_shutdown(s, 1000, SHUT_RD); s->addr = 1; break;
+		case 16: io_uring_prep_tee(s, 1000, 1000, 16, 0); s->addr = 1; break;
+		case 17: io_uring_prep_timeout(s, &zts, 0, 0); s->addr3 = 1; break;
+		}
+		int32_t got = res(&ring);
+		if (got != -EINVAL)
+			FAIL("stray field case %d: res %d, expected -EINVAL", k, got);
+	}
+	/* a direct descriptor (file_index) asked for with close-on-exec: -EINVAL (before the fd) */
+	s = tu_sqe(&ring);
+	io_uring_prep_accept_direct(s, 1000, NULL, NULL, SOCK_CLOEXEC, 0);
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_openat_direct(s, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0, 0);
+	CHECK_EQ(res(&ring), -EINVAL);
+	zhow.flags = O_RDONLY | O_CLOEXEC;
+	s = tu_sqe(&ring);
+	io_uring_prep_openat2_direct(s, AT_FDCWD, path, &zhow, 0);
+	CHECK_EQ(res(&ring), -EINVAL);
+	/* a LINK_TIMEOUT's __pad2: it fails, the request it guards is cancelled */
+	s = tu_sqe(&ring);
+	io_uring_prep_nop(s);
+	s->flags |= IOSQE_IO_LINK;
+	s->user_data = 71;
+	s = tu_sqe(&ring);
+	io_uring_prep_link_timeout(s, &zts, 0);
+	s->__pad2[0] = 1;
+	s->user_data = 72;
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	for (int k = 0; k < 2; k++) {
+		struct io_uring_cqe zc;
+		tu_next(&ring, &zc);
+		CHECK_EQ(zc.res, zc.user_data == 71 ? -ECANCELED : -EINVAL);
+	}
 	/* a read's ioprio: class 0 with a level is -EINVAL, a hint alone (bits 3-12) is fine */
 	s = tu_sqe(&ring);
 	io_uring_prep_read(s, fd, buf, 4, 0);

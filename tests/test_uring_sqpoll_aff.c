@@ -1,8 +1,9 @@
 /* Description: IORING_SETUP_SQ_AFF pins the SQPOLL poller to sq_thread_cpu, in all three modes: the
  * ring works (a NOP completes), a thread of the process, not the main one, may then run on that CPU
  * only (the emulation's poller, the kernel's iou-sqp thread); a CPU the process may not run on
- * (beyond the CPUs that exist) is -EINVAL, as is SQ_AFF without SQPOLL. liburing's io_uring_setup
- * test checks the second. */
+ * (beyond the CPUs that exist) is -EINVAL, as is SQ_AFF without SQPOLL; a CPU outside the calling
+ * thread's own affinity but in the process's cpuset is fine (taskset -c 0 with the poller on CPU 1).
+ * liburing's io_uring_setup test checks the second. */
 #include "test_uring.h"
 #include <dirent.h>
 #include <sched.h>
@@ -63,6 +64,32 @@ static void body(void)
 	if (CPU_COUNT(&may) > 1)
 		CHECK(pinned_thread(cpu));
 	io_uring_queue_exit(&ring);
+
+	/* the calling thread pinned elsewhere (taskset, sched_setaffinity): the poller may still
+	 * go to any CPU of the process's cpuset, as the kernel's check (cpuset_cpus_allowed) */
+	if (CPU_COUNT(&may) > 1) {
+		cpu_set_t first;
+		CPU_ZERO(&first);
+		for (int i = 0; i < cpu; i++)
+			if (CPU_ISSET(i, &may)) {
+				CPU_SET(i, &first);
+				break;
+			}
+		CHECK_EQ(sched_setaffinity(0, sizeof first, &first), 0);
+		memset(&p, 0, sizeof p);
+		p.flags = IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF;
+		p.sq_thread_cpu = (unsigned)cpu;
+		CHECK_EQ(io_uring_queue_init_params(4, &ring, &p), 0);
+		s = tu_sqe(&ring);
+		io_uring_prep_nop(s);
+		s->user_data = 6;
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		tu_next(&ring, &c);
+		CHECK_EQ(c.user_data, 6);
+		CHECK(pinned_thread(cpu));
+		io_uring_queue_exit(&ring);
+		CHECK_EQ(sched_setaffinity(0, sizeof may, &may), 0);
+	}
 
 	/* a CPU beyond those that exist; SQ_AFF without SQPOLL */
 	memset(&p, 0, sizeof p);

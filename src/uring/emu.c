@@ -322,13 +322,11 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		return -EINVAL;                      /* unknown flags */
 	if ((p.flags & IORING_SETUP_SQ_AFF) && !(p.flags & IORING_SETUP_SQPOLL))
 		return -EINVAL;
-	if (p.flags & IORING_SETUP_SQ_AFF) {
-		/* the poller's CPU: one this process may run on, as the kernel's check */
-		cpu_set_t may;
-		if (p.sq_thread_cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(may), &may) < 0 ||
-		    !CPU_ISSET(p.sq_thread_cpu, &may))
-			return -EINVAL;
-	}
+	/* the poller's CPU: whether the process may run there (its cpuset, not the
+	 * calling thread's affinity: the kernel's check) is found when the poller is
+	 * created pinned to it (emu_thread_start: EINVAL) */
+	if ((p.flags & IORING_SETUP_SQ_AFF) && p.sq_thread_cpu >= CPU_SETSIZE)
+		return -EINVAL;
 	if ((p.flags & IORING_SETUP_DEFER_TASKRUN) &&
 	    (!(p.flags & IORING_SETUP_SINGLE_ISSUER) || (p.flags & IORING_SETUP_SQPOLL)))
 		return -EINVAL;
@@ -894,12 +892,6 @@ static void *sqp_main(void *arg)
 {
 	emu_thread_running();
 	struct emu_ring *r = arg;
-	if (r->sq_cpu >= 0) {
-		cpu_set_t one;
-		CPU_ZERO(&one);
-		CPU_SET(r->sq_cpu, &one);
-		sched_setaffinity(0, sizeof(one), &one);   /* checked at setup; a cpuset changed since: not pinned */
-	}
 	uint64_t idle_ns = (uint64_t)r->sq_idle_ms * 1000000ull, last = now_ns();
 	for (;;) {
 		if (r->dying)
@@ -968,6 +960,14 @@ int emu_thread_start(struct emu_ring *r, pthread_t *t, int detached, int take_re
 	pthread_attr_t at;
 	sigset_t all, old;
 	pthread_attr_init(&at);
+	if (fn == sqp_main && r->sq_cpu >= 0) {
+		/* the SQ_AFF poller, pinned from its start; a CPU that does not exist or
+		 * is outside the process's cpuset: pthread_create says EINVAL */
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(r->sq_cpu, &one);
+		pthread_attr_setaffinity_np(&at, sizeof(one), &one);
+	}
 	if (detached)
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);

@@ -370,13 +370,19 @@ static int prep_zc(struct ureq *q)
 
 /* SQE fields an op does not use and the kernel's prep refuses when they are not 0
  * (-EINVAL, before the file is looked at): as Linux 6.18 answers, measured by
- * test_uring_differential's stray values. Ops not listed check their own. */
-enum { Z_OFF = 1, Z_LEN = 2, Z_OPF = 4, Z_BUF = 8, Z_SFD = 16, Z_A3 = 32, Z_P2 = 64 };
+ * test_uring_differential's stray values (and, for RECVMSG, SENDMSG, LINK_TIMEOUT,
+ * CONNECT, OPENAT2, SOCKET and addr, by test_uring_errors). Ops not listed check
+ * their own in prep() or not at all (DROPIN.md). */
+enum { Z_OFF = 1, Z_LEN = 2, Z_OPF = 4, Z_BUF = 8, Z_SFD = 16, Z_A3 = 32, Z_P2 = 64, Z_ADDR = 128 };
 static const uint8_t zero_fields[] = {
-	[IORING_OP_FSYNC] = Z_BUF | Z_SFD,
-	[IORING_OP_POLL_ADD] = Z_OFF | Z_BUF,
-	[IORING_OP_SYNC_FILE_RANGE] = Z_BUF | Z_SFD,
+	[IORING_OP_FSYNC] = Z_BUF | Z_SFD | Z_ADDR,
+	[IORING_OP_POLL_ADD] = Z_OFF | Z_BUF | Z_ADDR,
+	[IORING_OP_SYNC_FILE_RANGE] = Z_BUF | Z_SFD | Z_ADDR,
+	[IORING_OP_SENDMSG] = Z_OFF | Z_SFD,
+	[IORING_OP_RECVMSG] = Z_OFF | Z_SFD,
 	[IORING_OP_TIMEOUT] = Z_A3 | Z_P2,
+	[IORING_OP_LINK_TIMEOUT] = Z_A3 | Z_P2,
+	[IORING_OP_CONNECT] = Z_LEN | Z_OPF | Z_BUF | Z_SFD,
 	[IORING_OP_ACCEPT] = Z_LEN | Z_BUF,
 	[IORING_OP_FALLOCATE] = Z_OPF | Z_BUF | Z_SFD,
 	[IORING_OP_OPENAT] = Z_BUF,
@@ -384,15 +390,17 @@ static const uint8_t zero_fields[] = {
 	[IORING_OP_FADVISE] = Z_BUF | Z_SFD,
 	[IORING_OP_MADVISE] = Z_BUF | Z_SFD,
 	[IORING_OP_RECV] = Z_OFF | Z_SFD,
+	[IORING_OP_OPENAT2] = Z_BUF,
 	[IORING_OP_EPOLL_CTL] = Z_BUF | Z_SFD,
 	[IORING_OP_REMOVE_BUFFERS] = Z_OPF | Z_SFD,
-	[IORING_OP_TEE] = Z_OFF,
-	[IORING_OP_SHUTDOWN] = Z_OFF | Z_OPF | Z_BUF | Z_SFD,
+	[IORING_OP_TEE] = Z_OFF | Z_ADDR,
+	[IORING_OP_SHUTDOWN] = Z_OFF | Z_OPF | Z_BUF | Z_SFD | Z_ADDR,
 	[IORING_OP_RENAMEAT] = Z_BUF | Z_SFD,
 	[IORING_OP_UNLINKAT] = Z_OFF | Z_LEN | Z_BUF | Z_SFD,
 	[IORING_OP_MKDIRAT] = Z_OFF | Z_OPF | Z_BUF | Z_SFD,
 	[IORING_OP_SYMLINKAT] = Z_LEN | Z_OPF | Z_BUF | Z_SFD,
 	[IORING_OP_LINKAT] = Z_BUF | Z_SFD,
+	[IORING_OP_SOCKET] = Z_OPF | Z_BUF | Z_ADDR,
 };
 
 static int stray_field(const struct io_uring_sqe *s)
@@ -400,7 +408,7 @@ static int stray_field(const struct io_uring_sqe *s)
 	unsigned z = s->opcode < sizeof(zero_fields) ? zero_fields[s->opcode] : 0;
 	return ((z & Z_OFF) && s->off) || ((z & Z_LEN) && s->len) || ((z & Z_OPF) && s->rw_flags) ||
 	       ((z & Z_BUF) && s->buf_index) || ((z & Z_SFD) && s->splice_fd_in) || ((z & Z_A3) && s->addr3) ||
-	       ((z & Z_P2) && s->__pad2[0]);
+	       ((z & Z_P2) && s->__pad2[0]) || ((z & Z_ADDR) && s->addr);
 }
 
 static int prep(struct emu_ring *r, struct ureq *q)
@@ -494,6 +502,8 @@ static int prep(struct emu_ring *r, struct ureq *q)
 			return -EINVAL;
 		if (s->accept_flags & ~(unsigned)(SOCK_CLOEXEC | SOCK_NONBLOCK))
 			return -EINVAL;         /* at prep, before the file */
+		if (s->file_index && (s->accept_flags & SOCK_CLOEXEC))
+			return -EINVAL;         /* a direct descriptor has no close-on-exec */
 		/* a multishot accept into the registered table allocates each slot */
 		if ((s->ioprio & IORING_ACCEPT_MULTISHOT) && s->file_index && s->file_index != IORING_FILE_INDEX_ALLOC)
 			return -EINVAL;
@@ -1046,7 +1056,8 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		/* a WRITE to a socket whose peer has gone raises SIGPIPE in the submitting
 		 * thread, as the kernel's ring's inline try does; never in our threads
 		 * (the poller, workers, the reactor), which block it (the kernel's io-wq
-		 * and retries send none either) */
+		 * sends none either; its retry after a wait does, as task work of the
+		 * submitter: not emulated, DROPIN.md) */
 		if (wr && (ctx != CTX_INLINE || !tls_in_submit || (q->r->flags & IORING_SETUP_SQPOLL)))
 			mf |= MSG_NOSIGNAL;
 		n = wr ? sendmsg(q->fd, &m, mf) : recvmsg(q->fd, &m, mf);
@@ -1602,6 +1613,8 @@ static int32_t op_open(struct ureq *q, int ctx)
 		 * its mode passed, which openat2 refuses (-EINVAL) */
 		how.mode = (how.flags & O_CREAT) || (how.flags & O_TMPFILE) == O_TMPFILE ? s->len : 0;
 	}
+	if (s->file_index && (how.flags & O_CLOEXEC))
+		return -EINVAL;                 /* a direct descriptor has no O_CLOEXEC: the kernel's prep */
 	how.flags |= O_LARGEFILE;
 	if (s->file_index)
 		how.flags |= O_CLOEXEC;
