@@ -427,7 +427,10 @@ static void fzu_fill(struct fzu *z, struct io_uring_sqe *s, unsigned i, struct f
 		s->flags = 0xff;                 /* an unknown flag */
 	if (s->flags & IOSQE_FIXED_FILE)
 		s->fd = fsel >> 4;
-	s->buf_index = bsel % 4;
+	/* a registered buffer's index where the op takes one; elsewhere a stray value now
+	 * and then only (the prep of most ops refuses it, as the kernel's: -EINVAL) */
+	if (op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED || op == IORING_OP_SEND_ZC || bsel >= 0xf0)
+		s->buf_index = bsel % 4;
 	uint64_t bigoff = (off & 0x8000) ? (off == 0xffff ? (uint64_t)-1 : (uint64_t)(off & 0x7fff) << 12) : off;
 
 	switch (op) {

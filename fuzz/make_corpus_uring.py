@@ -88,6 +88,12 @@ seeds = {
         sqe(POLL_ADD, LINK, PR, 0, 0, 0, 1), sqe(LINK_TIMEOUT, 0, 0, 0, MS1[1], 0, MS1[0]),
         sqe(TIMEOUT, 0, 0, 0, MS1[1], 0, 0xF42 | 0x4000), sqe(TIMEOUT_REMOVE, target=5),
         submit(), wait(3, 63), wait(3, 63), reap()),
+    # a multishot poll of the eventfd: each write to it is a CQE with IORING_CQE_F_MORE,
+    # the final one comes from the harness's cancel at the end
+    "mshot-poll-efd": session(
+        3, 0,
+        sqe(POLL_ADD, 0, EFD, 0, 0, 0, 0x8001), submit(), poke(2), reap(0), poke(2), submit(),
+        poke(2), reap(15), submit()),
     "net-poll": session(
         3, 0, data(0, b"ping" * 8),
         sqe(SEND, 0, S0, 0, 32), sqe(RECV, 0, S1, 0, 32, 0, 0x100),

@@ -228,6 +228,40 @@ static void body(void)
 	close(sv2[0]);
 	signal(SIGPIPE, SIG_DFL);
 
+	/* a number the ring knows as a pipe's, closed by the program: a SPLICE of 0 bytes from
+	 * it is -EBADF (splice(2) of 0 bytes looks at no file) */
+	int p3[2], p4[2], sv3[2];
+	CHECK_EQ(pipe(p3), 0);
+	CHECK_EQ(pipe(p4), 0);
+	int m3 = fcntl(p3[0], F_DUPFD, 300), m4 = fcntl(p4[0], F_DUPFD, 310);   /* new to the ring */
+	CHECK(m3 >= 300 && m4 >= 310);
+	s = tu_sqe(&ring);
+	io_uring_prep_splice(s, m3, -1, p4[1], -1, 0, 0);
+	CHECK_EQ(res(&ring), 0);
+	close(m3);
+	s = tu_sqe(&ring);
+	io_uring_prep_splice(s, m3, -1, p4[1], -1, 0, 0);
+	CHECK_EQ(res(&ring), -EBADF);
+	/* ... and one it knows as a pipe's that is an empty socket's now: a READ at an offset
+	 * with IOSQE_ASYNC is -ESPIPE at once, not a wait for data */
+	CHECK_EQ(write(p4[1], "x", 1), 1);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, m4, buf, 1, (uint64_t)-1);
+	CHECK_EQ(res(&ring), 1);
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv3), 0);
+	CHECK_EQ(dup2(sv3[0], m4), m4);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, m4, buf, 4, 16);
+	s->flags |= IOSQE_ASYNC;
+	CHECK_EQ(res(&ring), -ESPIPE);
+	close(m4);
+	close(sv3[0]);
+	close(sv3[1]);
+	close(p3[0]);
+	close(p3[1]);
+	close(p4[0]);
+	close(p4[1]);
+
 	/* paths: an empty one is -ENOENT when it is taken, before the other path is
 	 * looked up or read; UNLINKAT's flags come first (-EINVAL) */
 	s = tu_sqe(&ring);
