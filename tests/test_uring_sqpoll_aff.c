@@ -5,6 +5,7 @@
  * thread's own affinity but in the process's cpuset is fine (taskset -c 0 with the poller on CPU 1).
  * liburing's io_uring_setup test checks the second. */
 #include "test_uring.h"
+#include "parts.h"
 #include <dirent.h>
 #include <sched.h>
 #include <sys/sysinfo.h>
@@ -34,6 +35,8 @@ static int pinned_thread(int cpu)
 	return found;
 }
 
+static int two_cpus;               /* the process may run on 2 CPUs or more: probed once, in main */
+
 static void body(void)
 {
 	cpu_set_t may;
@@ -43,8 +46,6 @@ static void body(void)
 		if (CPU_ISSET(i, &may))
 			cpu = i;                /* the last CPU this process may run on */
 	CHECK(cpu >= 0);
-	if (CPU_COUNT(&may) == 1)
-		printf("one CPU allowed: the poller's pinning is not told apart from the main thread's\n");
 
 	struct io_uring ring;
 	struct io_uring_params p;
@@ -61,13 +62,13 @@ static void body(void)
 	tu_next(&ring, &c);
 	CHECK_EQ(c.user_data, 5);
 	CHECK_EQ(c.res, 0);
-	if (CPU_COUNT(&may) > 1)
+	if (two_cpus)
 		CHECK(pinned_thread(cpu));
 	io_uring_queue_exit(&ring);
 
 	/* the calling thread pinned elsewhere (taskset, sched_setaffinity): the poller may still
 	 * go to any CPU of the process's cpuset, as the kernel's check (cpuset_cpus_allowed) */
-	if (CPU_COUNT(&may) > 1) {
+	if (two_cpus) {
 		cpu_set_t first;
 		CPU_ZERO(&first);
 		for (int i = 0; i < cpu; i++)
@@ -103,5 +104,13 @@ static void body(void)
 
 int main(void)
 {
+	cpu_set_t may;
+	CHECK_EQ(sched_getaffinity(0, sizeof may, &may), 0);
+	two_cpus = CPU_COUNT(&may) > 1;
+	if (two_cpus)
+		tu_part_ran("2 CPUs", "the poller pinned apart from the main thread");
+	else
+		tu_part_skip("2 CPUs", "the poller pinned apart from the main thread",
+			     "this process may run on one CPU only");
 	return tu_uring_main(body);
 }
