@@ -324,7 +324,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		return -EINVAL;
 	/* the poller's CPU: whether the process may run there (its cpuset, not the
 	 * calling thread's affinity: the kernel's check) is found when the poller is
-	 * created pinned to it (emu_thread_start: EINVAL) */
+	 * created pinned to it (emu_thread_start with its cpu: EINVAL) */
 	if ((p.flags & IORING_SETUP_SQ_AFF) && p.sq_thread_cpu >= CPU_SETSIZE)
 		return -EINVAL;
 	if ((p.flags & IORING_SETUP_DEFER_TASKRUN) &&
@@ -955,17 +955,17 @@ static void *sqp_main(void *arg)
  */
 static int threads_starting;
 
-int emu_thread_start(struct emu_ring *r, pthread_t *t, int detached, int take_ref, void *(*fn)(void *))
+int emu_thread_start(struct emu_ring *r, pthread_t *t, int detached, int take_ref, int cpu, void *(*fn)(void *))
 {
 	pthread_attr_t at;
 	sigset_t all, old;
 	pthread_attr_init(&at);
-	if (fn == sqp_main && r->sq_cpu >= 0) {
-		/* the SQ_AFF poller, pinned from its start; a CPU that does not exist or
+	if (cpu >= 0) {
+		/* pinned from its start (the SQ_AFF poller); a CPU that does not exist or
 		 * is outside the process's cpuset: pthread_create says EINVAL */
 		cpu_set_t one;
 		CPU_ZERO(&one);
-		CPU_SET(r->sq_cpu, &one);
+		CPU_SET(cpu, &one);
 		pthread_attr_setaffinity_np(&at, sizeof(one), &one);
 	}
 	if (detached)
@@ -1018,7 +1018,7 @@ void emu_threads_forked(void)
 
 int sqpoll_start(struct emu_ring *r)
 {
-	int e = emu_thread_start(r, &r->sqp, 0, 0, sqp_main);
+	int e = emu_thread_start(r, &r->sqp, 0, 0, r->sq_cpu, sqp_main);
 	if (e)
 		return -e;
 	r->sqp_on = 1;

@@ -1069,8 +1069,9 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	if (q->fe.kind != FK_SOCK) {
 		n = sys_rw(wr, q->fd, iov, niov, off, flags);
 		if (n < 0 && errno == ESPIPE && off != -1) {
-			/* a number cached as a file or a pipe that is a socket now */
-			if ((int64_t)s->off > 0 && !q->done && file_is_socket(q) == 1) {
+			/* a number cached as a file that is a socket now (a cached stream was
+			 * looked at above) */
+			if (q->fe.kind != FK_POLL && (int64_t)s->off > 0 && !q->done && file_is_socket(q) == 1) {
 				refresh_file(q);
 				return rw_early_err(q, wr, -ESPIPE);
 			}
@@ -1097,13 +1098,11 @@ static int32_t op_rw(struct ureq *q, int ctx)
 			return exec_punt(q);
 		}
 		if (err == EAGAIN && ctx != CTX_WORKER) {
-			struct stat st;
-			/* a regular file would not block: cached as one, a pipe's or socket's now */
+			/* the rest of a short read: a pipe's or socket's now if the number
+			 * cached as a file is looked up again and is one no more */
 			if (q->done && q->fe.kind == FK_REG && !(q->sqe.flags & IOSQE_FIXED_FILE) &&
-			    fstat(q->fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-				refresh_file(q);
+			    (refresh_file(q), q->fe.kind != FK_REG))
 				return (int32_t)q->done;
-			}
 			if ((s->rw_flags & RWF_NOWAIT) || q->fe.nonblock)
 				return q->done ? (int32_t)q->done : -EAGAIN;
 			if ((e = stabilize_iov(q)) < 0)

@@ -679,7 +679,7 @@ int reactor_start_locked(struct emu_ring *r)
 		}
 		r->wake_fd = fd;
 	}
-	int e = emu_thread_start(r, &r->reactor, 0, 1, reactor_main);
+	int e = emu_thread_start(r, &r->reactor, 0, 1, -1, reactor_main);
 	if (e)
 		return -e;
 	r->reactor_on = 1;

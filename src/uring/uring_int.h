@@ -392,7 +392,7 @@ int sqpoll_start(struct emu_ring *r);
  * with every signal blocked, holding a ring reference if take_ref; fn calls
  * emu_thread_running() first. emu_threads_settle() (fork) waits for those still
  * starting; emu_threads_forked() forgets them in the child. */
-int emu_thread_start(struct emu_ring *r, pthread_t *t, int detached, int take_ref, void *(*fn)(void *));
+int emu_thread_start(struct emu_ring *r, pthread_t *t, int detached, int take_ref, int cpu, void *(*fn)(void *));
 void emu_thread_running(void);
 void emu_threads_settle(void);
 void emu_threads_forked(void);

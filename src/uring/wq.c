@@ -58,7 +58,7 @@ void wq_queue(struct ureq *q)
 		pthread_cond_signal(&r->wq_cond);
 	} else if (r->wq_threads < emu_wq_max_locked(r)) {
 		pthread_t t;
-		if (emu_thread_start(r, &t, 1, 1, worker) == 0)
+		if (emu_thread_start(r, &t, 1, 1, -1, worker) == 0)
 			r->wq_threads++;
 		else
 			self = !r->wq_threads;            /* no thread at all: run it here */

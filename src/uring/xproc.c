@@ -149,7 +149,7 @@ static void *listener(void *arg)
 static int listener_start(struct emu_ring *r)
 {
 	r->xl_stop = 0;
-	int e = emu_thread_start(r, &r->xlistener, 0, 1, listener);
+	int e = emu_thread_start(r, &r->xlistener, 0, 1, -1, listener);
 	if (!e)
 		r->xl_on = 1;
 	return -e;
