@@ -963,6 +963,11 @@ static int32_t op_rw(struct ureq *q, int ctx)
 		if (!(q->r->flags & IORING_SETUP_IOPOLL))
 			return rw_early_err(q, wr, -EINVAL);
 	}
+	/* a number cached as an O_DIRECT file (kernel AIO, below) is confirmed first, once
+	 * per fd in each submission: what it names now is routed, and checked, as what it is */
+	if (q->fe.direct && q->fe.kind == FK_REG && (int64_t)s->off >= 0 && ctx != CTX_WORKER && !q->done &&
+	    !direct_still(q, ctx))
+		refresh_file(q);
 	/* a socket at an offset above 0: -ESPIPE, as the kernel's ring has it (below -1:
 	 * -EINVAL, below; a pipe's offset is ignored); a cached socket or stream is
 	 * confirmed (a pipe's number may be a socket's now, and with IOSQE_ASYNC it would
@@ -1019,13 +1024,7 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	if (off != -1)
 		off += (int64_t)q->done;
 
-	/* O_DIRECT at an offset: kernel AIO, so the device sees the queue depth. */
-	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done &&
-	    !direct_still(q, ctx)) {
-		refresh_file(q);
-		if (q->fe.kind == FK_SOCK && (int64_t)s->off > 0)
-			return rw_early_err(q, wr, -ESPIPE);
-	}
+	/* O_DIRECT at an offset (confirmed above): kernel AIO, so the device sees the queue depth. */
 	if (q->fe.direct && q->fe.kind == FK_REG && off != -1 && ctx != CTX_WORKER && !q->done) {
 		e = kaio_submit(q, wr, ctx);
 		if (e != -EAGAIN)
