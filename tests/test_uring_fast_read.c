@@ -247,30 +247,36 @@ static void body(void)
 	CHECK(memcmp(dst, "fast path write", 15) == 0);
 	memcpy(src + 3000, "fast path write", 15);
 
-	/* short inline, goes on: at an offset ... */
-	partly_cached(fd, chk);
-	memset(dst, 0, FSZ);
-	CHECK_EQ(read_one(&ring, fd, dst, 16384, 65536, 0), 16384);
-	CHECK(memcmp(dst, src + 65536, 16384) == 0);
-	/* ... and at the file position, which ends after all of it */
-	partly_cached(fd, chk);
-	CHECK_EQ(lseek(fd, 65536, SEEK_SET), 65536);
-	memset(dst, 0, FSZ);
-	CHECK_EQ(read_one(&ring, fd, dst, 16384, (uint64_t)-1, 0), 16384);
-	CHECK(memcmp(dst, src + 65536, 16384) == 0);
-	CHECK_EQ(lseek(fd, 0, SEEK_CUR), 65536 + 16384);
+	/* A READ that comes back short inline goes on. Whether it is short depends on
+	 * the disk: the miss starts readahead of the rest, which now and then ends
+	 * inside the same preadv2 (about 1 in 2 under load, here): so each case
+	 * runs 8 times, and any round that was short checks the going on. */
+	for (int round = 0; round < 8; round++) {
+		/* short inline, goes on: at an offset ... */
+		partly_cached(fd, chk);
+		memset(dst, 0, FSZ);
+		CHECK_EQ(read_one(&ring, fd, dst, 16384, 65536, 0), 16384);
+		CHECK(memcmp(dst, src + 65536, 16384) == 0);
+		/* ... and at the file position, which ends after all of it */
+		partly_cached(fd, chk);
+		CHECK_EQ(lseek(fd, 65536, SEEK_SET), 65536);
+		memset(dst, 0, FSZ);
+		CHECK_EQ(read_one(&ring, fd, dst, 16384, (uint64_t)-1, 0), 16384);
+		CHECK(memcmp(dst, src + 65536, 16384) == 0);
+		CHECK_EQ(lseek(fd, 0, SEEK_CUR), 65536 + 16384);
 
-	/* READV the same, from an array the program clobbers after submit */
-	partly_cached(fd, chk);
-	memset(dst, 0, FSZ);
-	struct iovec pv[2] = { { dst, 1000 }, { dst + 5000, 15384 } };
-	sqe = io_uring_get_sqe(&ring);
-	io_uring_prep_readv(sqe, fd, pv, 2, 65536);
-	CHECK_EQ(io_uring_submit(&ring), 1);
-	memset(pv, 0, sizeof pv);
-	CHECK_EQ(one(&ring).res, 16384);
-	CHECK(memcmp(dst, src + 65536, 1000) == 0);
-	CHECK(memcmp(dst + 5000, src + 65536 + 1000, 15384) == 0);
+		/* READV the same, from an array the program clobbers after submit */
+		partly_cached(fd, chk);
+		memset(dst, 0, FSZ);
+		struct iovec pv[2] = { { dst, 1000 }, { dst + 5000, 15384 } };
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_readv(sqe, fd, pv, 2, 65536);
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		memset(pv, 0, sizeof pv);
+		CHECK_EQ(one(&ring).res, 16384);
+		CHECK(memcmp(dst, src + 65536, 1000) == 0);
+		CHECK(memcmp(dst + 5000, src + 65536 + 1000, 15384) == 0);
+	}
 	/* a READV whose array is not there: -EFAULT */
 	sqe = io_uring_get_sqe(&ring);
 	io_uring_prep_readv(sqe, fd, (struct iovec *)16, 2, 0);
