@@ -18,13 +18,17 @@
  * POLL_ADD, SHUTDOWN and TEE, a TIMEOUT's or LINK_TIMEOUT's addr3 and __pad2; a direct ACCEPT, OPENAT
  * or OPENAT2 with close-on-exec), a read's ioprio class 0 with a level -EINVAL, with only a hint fine; MADVISE takes
  * its length from off, FADVISE from addr, when set; a multishot POLL_ADD of a file that cannot be
- * polled with none of its events ready is -EINVAL. */
+ * polled with none of its events ready is -EINVAL; IOSQE_BUFFER_SELECT on an op that takes no
+ * provided buffer is -EOPNOTSUPP (before the personality); an ASYNC_CANCEL or sync cancel of ALL
+ * or ANY that finds nothing is 0, of one -ENOENT; EPOLL_CTL reads its event (-EFAULT) before it
+ * looks at the epoll fd (-EBADF). */
 #include "test_uring.h"
 #include "parts.h"
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -429,6 +433,40 @@ static void body(void)
 	s = tu_sqe(&ring);
 	io_uring_prep_poll_multishot(s, fd, 0);
 	CHECK_EQ(res(&ring), -EINVAL);
+	/* IOSQE_BUFFER_SELECT on an op that takes no provided buffer: -EOPNOTSUPP, before a
+	 * personality is looked at */
+	s = tu_sqe(&ring);
+	io_uring_prep_nop(s);
+	s->flags |= IOSQE_BUFFER_SELECT;
+	s->personality = 1;
+	CHECK_EQ(res(&ring), -EOPNOTSUPP);
+	s = tu_sqe(&ring);
+	io_uring_prep_fsync(s, 1000, 0);
+	s->flags |= IOSQE_BUFFER_SELECT;
+	CHECK_EQ(res(&ring), -EOPNOTSUPP);
+	/* an ASYNC_CANCEL (and a sync cancel) of ALL or ANY that finds nothing: 0 cancelled;
+	 * of one: -ENOENT */
+	static const unsigned cfl[] = { IORING_ASYNC_CANCEL_ALL, IORING_ASYNC_CANCEL_ANY,
+					IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL, 0, IORING_ASYNC_CANCEL_FD };
+	for (unsigned k = 0; k < sizeof cfl / sizeof cfl[0]; k++) {
+		s = tu_sqe(&ring);
+		if (cfl[k] & IORING_ASYNC_CANCEL_FD)
+			io_uring_prep_cancel_fd(s, fd, cfl[k]);
+		else
+			io_uring_prep_cancel64(s, 12345, (int)cfl[k]);
+		CHECK_EQ(res(&ring), k < 3 ? 0 : -ENOENT);
+		struct io_uring_sync_cancel_reg reg = { .addr = 12345, .fd = fd, .flags = cfl[k] };
+		reg.timeout.tv_sec = reg.timeout.tv_nsec = -1;
+		CHECK_EQ(io_uring_register_sync_cancel(&ring, &reg), k < 3 ? 0 : -ENOENT);
+	}
+	/* EPOLL_CTL: the event is read before the epoll fd is looked at */
+	s = tu_sqe(&ring);
+	io_uring_prep_epoll_ctl(s, 1000, fd, EPOLL_CTL_ADD, (struct epoll_event *)0x10);
+	CHECK_EQ(res(&ring), -EFAULT);
+	struct epoll_event eev = { EPOLLIN, { 0 } };
+	s = tu_sqe(&ring);
+	io_uring_prep_epoll_ctl(s, 1000, fd, EPOLL_CTL_ADD, &eev);
+	CHECK_EQ(res(&ring), -EBADF);
 
 	tu_none(&ring);
 	io_uring_queue_exit(&ring);

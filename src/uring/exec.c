@@ -419,13 +419,13 @@ static int prep(struct emu_ring *r, struct ureq *q)
 		return -EINVAL;
 	if (s->flags & ~SQE_FLAGS)
 		return -EINVAL;
+	/* an op that takes no provided buffer: -EOPNOTSUPP, as the kernel's io_init_req
+	 * (before the personality); SEND's bundles (Linux 6.10) are not emulated */
+	if ((s->flags & IOSQE_BUFFER_SELECT) && op != IORING_OP_READ && op != IORING_OP_READV &&
+	    op != IORING_OP_RECV && op != IORING_OP_RECVMSG)
+		return -EOPNOTSUPP;
 	if (s->personality)
 		return -EINVAL;                    /* personalities are not emulated */
-	if (s->flags & IOSQE_BUFFER_SELECT) {
-		if (op != IORING_OP_READ && op != IORING_OP_READV && op != IORING_OP_RECV &&
-		    op != IORING_OP_RECVMSG)
-			return -EINVAL;
-	}
 	if (is_rw(op)) {
 		/* ioprio as the kernel's ioprio_check_cap takes it: class 0..3, its level
 		 * the low 3 bits (bits 3-12 are hints), class 0 with none */
@@ -2009,7 +2009,7 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 			     struct ureq **run)
 {
 	int all = !!(fl & (IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_ANY));
-	int found = 0, canceled = 0, running = 0;
+	int found = 0, canceled = 0;
 	for (int again = 1; again;) {
 		again = 0;
 		for (struct ureq *x = cand_first(r, fl, ud); x; x = cand_next(x, fl)) {
@@ -2023,8 +2023,6 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 				again = 1;            /* the live list changed */
 				break;
 			}
-			if (e == -EALREADY)
-				running++;
 			if (!all)
 				break;
 		}
@@ -2034,10 +2032,10 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 	for (struct ureq *x = cand_first(r, fl, ud); x; x = cand_next(x, fl))
 		if (x->state == RS_RUN || x->state == RS_AIO)
 			x->canceled = 0;
+	if (all)
+		return canceled;        /* how many, 0 for none (the kernel's count) */
 	if (!found)
 		return -ENOENT;
-	if (all)
-		return canceled + running ? canceled : -ENOENT;
 	return canceled ? 0 : -EALREADY;
 }
 
@@ -2211,12 +2209,13 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 		return ret_errno(syscall(SYS_statx, s->fd, q->p1, (int)s->statx_flags, s->len,
 					 (struct statx *)(uintptr_t)s->addr2));
 	case IORING_OP_EPOLL_CTL: {
+		/* the event is copied first (the kernel's prep), then the epoll fd */
 		struct epoll_event ev;
-		if ((e = req_file(q)))
-			return e;
 		int eop = (int)s->len;
 		if (eop != EPOLL_CTL_DEL && ucopy(&ev, (void *)(uintptr_t)s->addr, sizeof(ev)) < 0)
 			return -EFAULT;
+		if ((e = req_file(q)))
+			return e;
 		return ret_errno(epoll_ctl(q->fd, eop, (int)s->off, &ev));
 	}
 	case IORING_OP_SPLICE:
