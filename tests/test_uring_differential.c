@@ -217,7 +217,7 @@ static const uint8_t ops[] = {
 	IORING_OP_WRITE, IORING_OP_FADVISE, IORING_OP_MADVISE, IORING_OP_SEND, IORING_OP_RECV,
 	IORING_OP_EPOLL_CTL, IORING_OP_SPLICE, IORING_OP_PROVIDE_BUFFERS, IORING_OP_REMOVE_BUFFERS,
 	IORING_OP_TEE, IORING_OP_SHUTDOWN, IORING_OP_RENAMEAT, IORING_OP_UNLINKAT, IORING_OP_MKDIRAT,
-	IORING_OP_SYMLINKAT, IORING_OP_LINKAT,
+	IORING_OP_SYMLINKAT, IORING_OP_LINKAT, IORING_OP_ASYNC_CANCEL,
 };
 
 /* Part 2's: the ops that take a plain fd, which the emulation looks up in its cache. */
@@ -290,6 +290,10 @@ static void scope(struct gen *g, int reuse)
 	if ((is_rw(g->op) && g->stray == 8) ||
 	    ((g->op == IORING_OP_SEND || g->op == IORING_OP_RECV || g->op == IORING_OP_ACCEPT) && g->stray == 1))
 		g->stray = 0;
+	/* an ASYNC_CANCEL with IOSQE_ASYNC, by fd or by its own user_data: the kernel's,
+	 * running on io-wq, finds itself there (-EALREADY); -ENOENT emulated */
+	if (g->op == IORING_OP_ASYNC_CANCEL)
+		g->sqe_flags &= (uint8_t)~IOSQE_ASYNC;
 	if (is_path(g->op)) {
 		/* a NULL path: this kernel says -ENOENT for some ops, -EFAULT for others */
 		if (g->addr_k == 0)
@@ -422,6 +426,17 @@ static void gen_sqe(const struct gen *g, struct fixture *f, struct io_uring_sqe 
 	case IORING_OP_MKDIRAT: io_uring_prep_mkdirat(s, dfd, p1, 0700); break;
 	case IORING_OP_SYMLINKAT: io_uring_prep_symlinkat(s, p2, dfd, p1); break;
 	case IORING_OP_LINKAT: io_uring_prep_linkat(s, dfd, p1, dfd2, p2, 0); break;
+	case IORING_OP_ASYNC_CANCEL: {
+		/* nothing else is in flight on a fresh ring: what each way of asking finds */
+		unsigned cf = (unsigned)CHOOSE(g, ((const int[]){ 0, IORING_ASYNC_CANCEL_ALL, IORING_ASYNC_CANCEL_ANY,
+			IORING_ASYNC_CANCEL_FD, IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL,
+			IORING_ASYNC_CANCEL_FD_FIXED, 1 << 7 }));
+		if (cf & IORING_ASYNC_CANCEL_FD)
+			io_uring_prep_cancel_fd(s, fd, cf);
+		else
+			io_uring_prep_cancel64(s, g->off, (int)cf);
+		break;
+	}
 	default: FAIL("op %u", g->op);
 	}
 	s->flags = g->sqe_flags;

@@ -20,7 +20,9 @@
  * its length from off, FADVISE from addr, when set; a multishot POLL_ADD of a file that cannot be
  * polled with none of its events ready is -EINVAL; IOSQE_BUFFER_SELECT on an op that takes no
  * provided buffer is -EOPNOTSUPP (before the personality); an ASYNC_CANCEL or sync cancel of ALL
- * or ANY that finds nothing is 0, of one -ENOENT; EPOLL_CTL reads its event (-EFAULT) before it
+ * or ANY that finds nothing is 0, of one -ENOENT (its off -EINVAL, by fd with ANY -EINVAL, by
+ * an fd not open or a registered file not there -EBADF); IOSQE_FIXED_FILE with no table is
+ * ignored by ops that take no file (TIMEOUT_REMOVE: -EINVAL); EPOLL_CTL reads its event (-EFAULT) before it
  * looks at the epoll fd (-EBADF). */
 #include "test_uring.h"
 #include "parts.h"
@@ -459,6 +461,53 @@ static void body(void)
 		reg.timeout.tv_sec = reg.timeout.tv_nsec = -1;
 		CHECK_EQ(io_uring_register_sync_cancel(&ring, &reg), k < 3 ? 0 : -ENOENT);
 	}
+	/* a cancel's off: -EINVAL; by fd with ANY: -EINVAL; by an fd that is not open, or a
+	 * registered file not there (FD_FIXED, or IOSQE_FIXED_FILE): -EBADF, also synchronous;
+	 * FD_FIXED without FD: by user_data. IOSQE_FIXED_FILE on ops that take no file, with no
+	 * table: ignored (a cancel by user_data, PROVIDE_BUFFERS), TIMEOUT_REMOVE -EINVAL */
+	s = tu_sqe(&ring);
+	io_uring_prep_cancel64(s, 12345, 0);
+	s->off = 1;
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_cancel_fd(s, fd, IORING_ASYNC_CANCEL_ANY);
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_cancel_fd(s, 1000, 0);
+	CHECK_EQ(res(&ring), -EBADF);
+	s = tu_sqe(&ring);
+	io_uring_prep_cancel_fd(s, 0, IORING_ASYNC_CANCEL_FD_FIXED);
+	CHECK_EQ(res(&ring), -EBADF);
+	s = tu_sqe(&ring);
+	io_uring_prep_cancel_fd(s, 0, 0);
+	s->flags |= IOSQE_FIXED_FILE;
+	CHECK_EQ(res(&ring), -EBADF);
+	s = tu_sqe(&ring);
+	io_uring_prep_cancel64(s, 12345, IORING_ASYNC_CANCEL_FD_FIXED);
+	CHECK_EQ(res(&ring), -ENOENT);
+	s = tu_sqe(&ring);
+	io_uring_prep_cancel64(s, 12345, 0);
+	s->flags |= IOSQE_FIXED_FILE;
+	CHECK_EQ(res(&ring), -ENOENT);
+	{
+		struct io_uring_sync_cancel_reg reg = { .addr = 12345, .fd = 1000, .flags = IORING_ASYNC_CANCEL_FD };
+		reg.timeout.tv_sec = reg.timeout.tv_nsec = -1;
+		CHECK_EQ(io_uring_register_sync_cancel(&ring, &reg), -EBADF);
+		reg.flags |= IORING_ASYNC_CANCEL_FD_FIXED;
+		reg.fd = 0;
+		CHECK_EQ(io_uring_register_sync_cancel(&ring, &reg), -EBADF);
+	}
+	s = tu_sqe(&ring);
+	io_uring_prep_timeout_remove(s, 12345, 0);
+	s->flags |= IOSQE_FIXED_FILE;
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_provide_buffers(s, buf, 16, 1, 77, 0);
+	s->flags |= IOSQE_FIXED_FILE;
+	CHECK_EQ(res(&ring), 0);
+	s = tu_sqe(&ring);
+	io_uring_prep_remove_buffers(s, 1, 77);
+	CHECK_EQ(res(&ring), 1);
 	/* EPOLL_CTL: the event is read before the epoll fd is looked at */
 	s = tu_sqe(&ring);
 	io_uring_prep_epoll_ctl(s, 1000, fd, EPOLL_CTL_ADD, (struct epoll_event *)0x10);

@@ -401,6 +401,7 @@ static const uint8_t zero_fields[] = {
 	[IORING_OP_SYMLINKAT] = Z_LEN | Z_OPF | Z_BUF | Z_SFD,
 	[IORING_OP_LINKAT] = Z_BUF | Z_SFD,
 	[IORING_OP_SOCKET] = Z_OPF | Z_BUF | Z_ADDR,
+	[IORING_OP_ASYNC_CANCEL] = Z_OFF | Z_SFD,
 };
 
 static int stray_field(const struct io_uring_sqe *s)
@@ -439,8 +440,13 @@ static int prep(struct emu_ring *r, struct ureq *q)
 	}
 	if (stray_field(s))
 		return -EINVAL;
-	if ((s->flags & IOSQE_FIXED_FILE) && !r->files &&
-	    op != IORING_OP_NOP && op != IORING_OP_TIMEOUT && op != IORING_OP_LINK_TIMEOUT)
+	/* IOSQE_FIXED_FILE with no table: -EBADF for an op that takes a file; the kernel
+	 * ignores it on the others (TIMEOUT_REMOVE and FILES_UPDATE refuse it, below) */
+	if ((s->flags & IOSQE_FIXED_FILE) && !r->files && op != IORING_OP_NOP && op != IORING_OP_TIMEOUT &&
+	    op != IORING_OP_LINK_TIMEOUT && op != IORING_OP_TIMEOUT_REMOVE && op != IORING_OP_ASYNC_CANCEL &&
+	    op != IORING_OP_POLL_REMOVE && op != IORING_OP_FILES_UPDATE && op != IORING_OP_PROVIDE_BUFFERS &&
+	    op != IORING_OP_REMOVE_BUFFERS && op != IORING_OP_MADVISE && op != IORING_OP_EPOLL_CTL &&
+	    op != IORING_OP_SOCKET)
 		return -EBADF;
 	switch (op) {
 	case IORING_OP_TIMEOUT:
@@ -460,7 +466,7 @@ static int prep(struct emu_ring *r, struct ureq *q)
 			return -EINVAL;
 		return 0;
 	case IORING_OP_TIMEOUT_REMOVE:
-		if (s->buf_index || s->len || s->splice_fd_in || s->ioprio)
+		if (s->buf_index || s->len || s->splice_fd_in || s->ioprio || (s->flags & IOSQE_FIXED_FILE))
 			return -EINVAL;
 		if (s->timeout_flags & IORING_TIMEOUT_UPDATE) {
 			if (ucopy(&q->ts, (void *)(uintptr_t)s->off, sizeof(q->ts)) < 0)
@@ -2071,15 +2077,33 @@ int32_t exec_cancel_here(struct emu_ring *r, unsigned fl, uint64_t ud, int fd)
 	return res;
 }
 
+/* A cancel by fd names an open fd, or a registered file with FD_FIXED: else -EBADF
+ * (the kernel looks the file up before it searches). */
+static int cancel_fd_ok(struct emu_ring *r, unsigned fl, int fd)
+{
+	struct fent fe;
+	if (!(fl & IORING_ASYNC_CANCEL_FD))
+		return 0;
+	if (fl & IORING_ASYNC_CANCEL_FD_FIXED)
+		return exec_file(r, fd, 1, &fe);
+	return fcntl(fd, F_GETFD) < 0 ? -EBADF : 0;
+}
+
 static int32_t op_cancel(struct ureq *q, struct ureq **run)
 {
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned fl = s->cancel_flags;
+	int e;
 	if (fl & ~(IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY |
 		   IORING_ASYNC_CANCEL_FD_FIXED))
 		return -EINVAL;
-	if ((fl & IORING_ASYNC_CANCEL_FD_FIXED) && !(fl & IORING_ASYNC_CANCEL_FD))
+	if ((fl & IORING_ASYNC_CANCEL_FD) && (fl & IORING_ASYNC_CANCEL_ANY))
 		return -EINVAL;
+	/* FD_FIXED without FD means nothing; IOSQE_FIXED_FILE with FD means FD_FIXED */
+	if ((fl & IORING_ASYNC_CANCEL_FD) && (s->flags & IOSQE_FIXED_FILE))
+		fl |= IORING_ASYNC_CANCEL_FD_FIXED;
+	if ((e = cancel_fd_ok(q->r, fl, s->fd)) < 0)
+		return e;
 	pthread_mutex_lock(&q->r->lock);
 	int32_t res = cancel_locked(q->r, q, fl, s->addr, s->fd, run);
 	pthread_mutex_unlock(&q->r->lock);
@@ -2095,6 +2119,9 @@ int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *
 	if (fl & ~(IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY |
 		   IORING_ASYNC_CANCEL_FD_FIXED))
 		return -EINVAL;
+	int e = cancel_fd_ok(r, fl, reg->fd);
+	if (e < 0)
+		return e;
 	struct ureq *run = NULL;
 	pthread_mutex_lock(&r->lock);
 	int32_t res = cancel_locked(r, NULL, fl, reg->addr, reg->fd, &run);
