@@ -3,7 +3,9 @@
  * is -EINVAL and with an RWF_ flag no kernel knows -EOPNOTSUPP, both after the file's mode
  * (-EBADF for a read-only fd written); a READV whose iovec array is unreadable is -EFAULT even on
  * a bad fd; a read of a socket at an offset above 0 is -ESPIPE (a pipe's offset is ignored);
- * with IOSQE_ASYNC a read of a pipe's write end is -EBADF and a RECV of a pipe -ENOTSOCK at once;
+ * with IOSQE_ASYNC a read of a pipe's write end is -EBADF and a RECV of a pipe -ENOTSOCK at once
+ * (a RECV of a pipe with IOSQE_BUFFER_SELECT is -ENOTSOCK, with or without IOSQE_ASYNC, with no
+ * buffer provided too, and takes none);
  * both hold for an fd number the emulation has seen as a file or a socket before (the program
  * closed it and got it back for a socket, then a pipe);
  * an empty path is -ENOENT when it is taken (UNLINKAT's bad flags -EINVAL before it), before the other path is looked up or read; OPENAT with O_DIRECTORY and a
@@ -133,18 +135,26 @@ static void body(void)
 	io_uring_prep_recv(s, p[0], buf, 4, 0);
 	s->flags |= IOSQE_ASYNC;
 	CHECK_EQ(res(&ring), -ENOTSOCK);
-	/* ... and with a provided buffer, which stays provided */
-	s = tu_sqe(&ring);
-	io_uring_prep_provide_buffers(s, buf, 64, 1, 2, 0);
-	CHECK_EQ(res(&ring), 0);
+	/* ... and with a provided buffer (with IOSQE_ASYNC and without), which stays
+	 * provided; with none provided: -ENOTSOCK too, not -ENOBUFS */
+	for (int k = 0; k < 2; k++) {
+		s = tu_sqe(&ring);
+		io_uring_prep_provide_buffers(s, buf, 64, 1, 2, 0);
+		CHECK_EQ(res(&ring), 0);
+		s = tu_sqe(&ring);
+		io_uring_prep_recv(s, p[0], NULL, 64, 0);
+		s->flags |= (k ? 0 : IOSQE_ASYNC) | IOSQE_BUFFER_SELECT;
+		s->buf_group = 2;
+		CHECK_EQ(res(&ring), -ENOTSOCK);
+		s = tu_sqe(&ring);
+		io_uring_prep_remove_buffers(s, 1, 2);
+		CHECK_EQ(res(&ring), 1);
+	}
 	s = tu_sqe(&ring);
 	io_uring_prep_recv(s, p[0], NULL, 64, 0);
-	s->flags |= IOSQE_ASYNC | IOSQE_BUFFER_SELECT;
+	s->flags |= IOSQE_BUFFER_SELECT;
 	s->buf_group = 2;
 	CHECK_EQ(res(&ring), -ENOTSOCK);
-	s = tu_sqe(&ring);
-	io_uring_prep_remove_buffers(s, 1, 2);
-	CHECK_EQ(res(&ring), 1);
 
 	/* an fd number the emulation knows as a file, then a socket's (closed and reused by
 	 * the program itself): a read at an offset is -ESPIPE and leaves the data there */

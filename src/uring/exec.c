@@ -1200,8 +1200,10 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 				return -EFAULT;
 			want = (uint32_t)v.iov_len;
 		}
+		/* none to take: a file that is not a socket says so first (the kernel's
+		 * issue looks at the socket before it takes a buffer) */
 		if ((e = select_buf(q, want)) < 0)
-			return e;
+			return e == -ENOBUFS && file_is_socket(q) == 0 ? -ENOTSOCK : e;
 		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->bid << IORING_CQE_BUFFER_SHIFT);
 	}
 	if (ctx == CTX_INLINE && ((s->flags & IOSQE_ASYNC) || (s->ioprio & IORING_RECVSEND_POLL_FIRST)))
@@ -1239,6 +1241,14 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 			n = sendto(q->fd, buf, len, mf, (struct sockaddr *)q->p1, s->addr_len);
 		else
 			n = is_send ? send(q->fd, buf, len, mf) : recv(q->fd, buf, len, mf);
+	}
+	if (n < 0 && errno == ENOTSOCK && q->has_buf) {
+		/* the kernel takes no buffer for a file that is not a socket */
+		pthread_mutex_lock(&q->r->lock);
+		exec_buf_recycle_locked(q);
+		pthread_mutex_unlock(&q->r->lock);
+		q->cflags = 0;
+		return -ENOTSOCK;
 	}
 	if (n < 0) {
 		if (errno != EAGAIN || ctx == CTX_WORKER || (flags & MSG_DONTWAIT))
