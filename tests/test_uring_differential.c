@@ -290,6 +290,10 @@ static void scope(struct gen *g, int reuse)
 	if ((is_rw(g->op) && g->stray == 8) ||
 	    ((g->op == IORING_OP_SEND || g->op == IORING_OP_RECV || g->op == IORING_OP_ACCEPT) && g->stray == 1))
 		g->stray = 0;
+	/* SEND with IOSQE_BUFFER_SELECT: a bundle (Linux 6.10), not emulated (-EOPNOTSUPP, as
+	 * before 6.10) */
+	if (g->op == IORING_OP_SEND)
+		g->sqe_flags &= (uint8_t)~IOSQE_BUFFER_SELECT;
 	/* an ASYNC_CANCEL with IOSQE_ASYNC, by fd or by its own user_data: the kernel's,
 	 * running on io-wq, finds itself there (-EALREADY); -ENOENT emulated */
 	if (g->op == IORING_OP_ASYNC_CANCEL)
@@ -342,7 +346,7 @@ static void gen_make(struct gen *g, const uint8_t *opl, size_t n)
 	static const uint32_t lens[] = { 0, 1, 8, 16, 100, 4096, BUF, 0x7fffffff };
 	static const uint64_t offs[] = { 0, 0, 4, 16, 100, (uint64_t)-1, (uint64_t)-2, 1ull << 62 };
 	static const uint32_t flagsv[] = { 0, 0, 0, 1, 2, 3, 4, 7, 0x10, 0x100, 0x80000000u };
-	static const uint8_t sqef[] = { 0, 0, 0, IOSQE_ASYNC };
+	static const uint8_t sqef[] = { 0, 0, 0, 0, 0, 0, IOSQE_ASYNC, IOSQE_ASYNC, IOSQE_BUFFER_SELECT };
 	memset(g, 0, sizeof(*g));
 	g->op = opl[rnd() % n];
 	g->sqe_flags = PICK(sqef);

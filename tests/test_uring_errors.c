@@ -5,7 +5,8 @@
  * a bad fd; a read of a socket at an offset above 0 is -ESPIPE (a pipe's offset is ignored);
  * with IOSQE_ASYNC a read of a pipe's write end is -EBADF and a RECV of a pipe -ENOTSOCK at once
  * (a RECV of a pipe with IOSQE_BUFFER_SELECT is -ENOTSOCK, with or without IOSQE_ASYNC, with no
- * buffer provided too, and takes none);
+ * buffer provided too, and takes none; a READ into a provided buffer is -ENOBUFS, none left, before
+ * the file's mode, its flags and offset are looked at, a READV's one iovec is read before the fd);
  * both hold for an fd number the emulation has seen as a file or a socket before (the program
  * closed it and got it back for a socket, then a pipe);
  * an empty path is -ENOENT when it is taken (UNLINKAT's bad flags -EINVAL before it), before the other path is looked up or read; OPENAT with O_DIRECTORY and a
@@ -155,6 +156,49 @@ static void body(void)
 	s->flags |= IOSQE_BUFFER_SELECT;
 	s->buf_group = 2;
 	CHECK_EQ(res(&ring), -ENOTSOCK);
+	/* a READ into a provided buffer takes it first: none left is -ENOBUFS before the
+	 * file's mode (a pipe's write end), RWF_HIPRI and the offset; a READV's one iovec is
+	 * read at prep: two are -EINVAL, an unreadable one -EFAULT, before a bad fd */
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, p[1], NULL, 64, 0);
+	s->flags |= IOSQE_BUFFER_SELECT;
+	s->buf_group = 2;
+	CHECK_EQ(res(&ring), -ENOBUFS);
+	s = tu_sqe(&ring);
+	io_uring_prep_read(s, fd, NULL, 64, (uint64_t)-5);
+	s->flags |= IOSQE_BUFFER_SELECT;
+	s->rw_flags = RWF_HIPRI;
+	s->buf_group = 2;
+	CHECK_EQ(res(&ring), -ENOBUFS);
+	{       /* a number the ring has cached, closed by the program since: -EBADF first */
+		int cn = dup(fd);
+		CHECK(cn >= 0);
+		s = tu_sqe(&ring);
+		io_uring_prep_read(s, cn, buf, 4, 0);
+		CHECK_EQ(res(&ring), 4);
+		close(cn);
+		s = tu_sqe(&ring);
+		io_uring_prep_read(s, cn, NULL, 64, 0);
+		s->flags |= IOSQE_BUFFER_SELECT;
+		s->buf_group = 2;
+		CHECK_EQ(res(&ring), -EBADF);
+	}
+	struct iovec bsv[2] = { { NULL, 64 }, { NULL, 64 } };
+	s = tu_sqe(&ring);
+	io_uring_prep_readv(s, 1000, bsv, 2, 0);
+	s->flags |= IOSQE_BUFFER_SELECT;
+	s->buf_group = 2;
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_readv(s, 1000, (struct iovec *)0x10, 1, 0);
+	s->flags |= IOSQE_BUFFER_SELECT;
+	s->buf_group = 2;
+	CHECK_EQ(res(&ring), -EFAULT);
+	s = tu_sqe(&ring);
+	io_uring_prep_readv(s, 1000, bsv, 1, 0);
+	s->flags |= IOSQE_BUFFER_SELECT;
+	s->buf_group = 2;
+	CHECK_EQ(res(&ring), -EBADF);
 
 	/* an fd number the emulation knows as a file, then a socket's (closed and reused by
 	 * the program itself): a read at an offset is -ESPIPE and leaves the data there */

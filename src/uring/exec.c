@@ -554,6 +554,14 @@ static int prep(struct emu_ring *r, struct ureq *q)
 			if ((op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED) &&
 			    (s->flags & IOSQE_BUFFER_SELECT))
 				return -EINVAL;
+			/* a READV into a provided buffer: one iovec, read at prep (before the fd) */
+			if (op == IORING_OP_READV && (s->flags & IOSQE_BUFFER_SELECT)) {
+				struct iovec v;
+				if (s->len != 1)
+					return -EINVAL;
+				if (ucopy(&v, (void *)(uintptr_t)s->addr, sizeof(v)) < 0)
+					return -EFAULT;
+			}
 		}
 		return 0;
 	}
@@ -961,6 +969,21 @@ static int32_t op_rw(struct ureq *q, int ctx)
 	int e = req_file(q);
 	if (e)
 		return rw_early_err(q, wr, e);
+	/* a provided buffer is taken first, as the kernel's issue takes it: -ENOBUFS
+	 * before the file's mode, the flags and the offset are looked at (a READV's one
+	 * iovec was checked at prep); a number closed since it was cached: -EBADF */
+	if ((s->flags & IOSQE_BUFFER_SELECT) && !q->has_buf) {
+		uint32_t want = s->len;
+		if (op == IORING_OP_READV) {
+			struct iovec v;
+			if (ucopy(&v, (void *)(uintptr_t)s->addr, sizeof(v)) < 0)
+				return -EFAULT;
+			want = (uint32_t)v.iov_len;
+		}
+		if ((e = select_buf(q, want)) < 0)
+			return fcntl(q->fd, F_GETFD) < 0 ? -EBADF : e;
+		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->bid << IORING_CQE_BUFFER_SHIFT);
+	}
 	/* RWF_ flags no kernel knows: -EOPNOTSUPP; RWF_HIPRI on a ring without
 	 * IOPOLL: -EINVAL (the kernel's order), whatever the file */
 	if ((unsigned)s->rw_flags & RWF_REFUSED) {
@@ -989,19 +1012,6 @@ static int32_t op_rw(struct ureq *q, int ctx)
 			q->iov = q->iov_in;
 			q->niov = 1;
 		}
-	} else if ((s->flags & IOSQE_BUFFER_SELECT) && !q->has_buf) {
-		if (op == IORING_OP_READV && s->len != 1)
-			return -EINVAL;
-		uint32_t want = s->len;
-		if (op == IORING_OP_READV) {
-			struct iovec v;
-			if (ucopy(&v, (void *)(uintptr_t)s->addr, sizeof(v)) < 0)
-				return -EFAULT;
-			want = (uint32_t)v.iov_len;
-		}
-		if ((e = select_buf(q, want)) < 0)
-			return e;
-		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->bid << IORING_CQE_BUFFER_SHIFT);
 	}
 	if (op != IORING_OP_READV && op != IORING_OP_WRITEV && !q->iov) {
 		if (q->has_buf)
@@ -1201,9 +1211,12 @@ static int32_t op_sendrecv(struct ureq *q, int ctx)
 			want = (uint32_t)v.iov_len;
 		}
 		/* none to take: a file that is not a socket says so first (the kernel's
-		 * issue looks at the socket before it takes a buffer) */
-		if ((e = select_buf(q, want)) < 0)
-			return e == -ENOBUFS && file_is_socket(q) == 0 ? -ENOTSOCK : e;
+		 * issue looks at the socket before it takes a buffer), a number closed
+		 * since it was cached -EBADF */
+		if ((e = select_buf(q, want)) < 0) {
+			int k = e == -ENOBUFS ? file_is_socket(q) : 1;
+			return k == 0 ? -ENOTSOCK : k < 0 ? -EBADF : e;
+		}
 		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->bid << IORING_CQE_BUFFER_SHIFT);
 	}
 	if (ctx == CTX_INLINE && ((s->flags & IOSQE_ASYNC) || (s->ioprio & IORING_RECVSEND_POLL_FIRST)))
