@@ -570,6 +570,36 @@ static void body(void)
 	s = tu_sqe(&ring);
 	io_uring_prep_epoll_ctl(s, 1000, fd, EPOLL_CTL_ADD, &eev);
 	CHECK_EQ(res(&ring), -EBADF);
+	/* ... a plain fd, IOSQE_FIXED_FILE or not (the kernel's takes no file) */
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	CHECK(ep >= 0);
+	int ep_pipe[2];
+	CHECK_EQ(pipe(ep_pipe), 0);
+	s = tu_sqe(&ring);
+	io_uring_prep_epoll_ctl(s, ep, ep_pipe[0], EPOLL_CTL_ADD, &eev);
+	s->flags |= IOSQE_FIXED_FILE;
+	CHECK_EQ(res(&ring), 0);
+	CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_DEL, ep_pipe[0], NULL), 0);     /* it was added */
+	/* a sync cancel of ALL or ANY answers how many it cancelled, as ASYNC_CANCEL */
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 2; i++) {
+			s = tu_sqe(&ring);
+			io_uring_prep_poll_add(s, ep_pipe[0], POLLIN);
+			s->user_data = 4242;
+		}
+		CHECK_EQ(io_uring_submit(&ring), 2);
+		struct io_uring_sync_cancel_reg reg = { .addr = 4242, .fd = -1,
+			.flags = k ? IORING_ASYNC_CANCEL_ANY : IORING_ASYNC_CANCEL_ALL };
+		reg.timeout.tv_sec = reg.timeout.tv_nsec = -1;
+		CHECK_EQ(io_uring_register_sync_cancel(&ring, &reg), 2);
+		struct io_uring_cqe pc[2];
+		tu_reap(&ring, pc, 2);
+		CHECK(pc[0].user_data == 4242 && pc[0].res == -ECANCELED);
+		CHECK(pc[1].user_data == 4242 && pc[1].res == -ECANCELED);
+	}
+	close(ep_pipe[0]);
+	close(ep_pipe[1]);
+	close(ep);
 
 	tu_none(&ring);
 	io_uring_queue_exit(&ring);

@@ -2150,8 +2150,8 @@ int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *
 	int32_t res = cancel_locked(r, NULL, fl, reg->addr, reg->fd, &run);
 	pthread_mutex_unlock(&r->lock);
 	exec_issue_list(run, CTX_INLINE);
-	res = cancel_elsewhere(r, fl, reg->addr, reg->fd, res);
-	return res < 0 ? res : 0;
+	/* the kernel's answer: an ALL or ANY's count, as ASYNC_CANCEL's */
+	return cancel_elsewhere(r, fl, reg->addr, reg->fd, res);
 }
 
 /* ---- dispatch ---- */
@@ -2264,9 +2264,10 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 		int eop = (int)s->len;
 		if (eop != EPOLL_CTL_DEL && ucopy(&ev, (void *)(uintptr_t)s->addr, sizeof(ev)) < 0)
 			return -EFAULT;
-		if ((e = req_file(q)))
+		/* a plain fd even with IOSQE_FIXED_FILE: the kernel's EPOLL_CTL takes no file */
+		if ((e = exec_file(q->r, s->fd, 0, &q->fe)))
 			return e;
-		return ret_errno(epoll_ctl(q->fd, eop, (int)s->off, &ev));
+		return ret_errno(epoll_ctl(q->fe.fd, eop, (int)s->off, &ev));
 	}
 	case IORING_OP_SPLICE:
 	case IORING_OP_TEE:
