@@ -4,7 +4,8 @@
  * goes on and returns all of it, at an offset and at the file position (offset -1), and so does a
  * READV (its array clobbered by the program after submit; a missing array is -EFAULT); a READ with
  * the program's own RWF_NOWAIT of an uncached page is -EAGAIN (or the data, if readahead was that
- * quick), never a worker's read; without it a worker reads it (a
+ * quick; an empty pipe's -EAGAIN at once, not a wait), never a worker's read; without it a
+ * worker reads it (a
  * submitting thread that a seccomp filter allows only RWF_NOWAIT reads of the file gets all of
  * an uncached page, on the fast path and on the request path: it never waits for the disk); a
  * bad buffer is -EFAULT, a closed fd -EBADF (a READV's missing array
@@ -285,6 +286,31 @@ static void body(void)
 
 	/* the program's own RWF_NOWAIT on an uncached page: -EAGAIN, never a worker's read */
 	nowait_not_punted(fd, dst, src);
+	/* ... and where it can never be ready, deterministically: an empty pipe's is -EAGAIN
+	 * at once, not a wait, inline and on the request path (IOSQE_IO_LINK, a NOP after) */
+	int ep[2];
+	CHECK_EQ(pipe(ep), 0);
+	for (int link = 0; link < 2; link++) {
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, ep[0], dst, 16, (uint64_t)-1);
+		sqe->rw_flags = RWF_NOWAIT;
+		sqe->user_data = 1;
+		if (link) {
+			sqe->flags = IOSQE_IO_LINK;
+			io_uring_prep_nop(io_uring_get_sqe(&ring));
+		}
+		CHECK_EQ(io_uring_submit(&ring), 1 + link);
+		struct io_uring_cqe pc;
+		tu_next(&ring, &pc);
+		CHECK_EQ(pc.user_data, 1);
+		CHECK_EQ(pc.res, -EAGAIN);
+		if (link) {
+			tu_next(&ring, &pc);
+			CHECK_EQ(pc.res, -ECANCELED);
+		}
+	}
+	close(ep[0]);
+	close(ep[1]);
 	/* without it: read */
 	gone_from_cache(fd, 131072);
 	CHECK_EQ(read_one(&ring, fd, dst, 4096, 131072, 0), 4096);
