@@ -195,14 +195,17 @@ static void nowait_not_punted(int fd, uint8_t *dst, const uint8_t *src)
 	CHECK_EQ(io_uring_queue_init(8, &ring, 0), 0);
 	unsigned one_worker[2] = { 1, 1 };
 	CHECK_EQ(io_uring_register_iowq_max_workers(&ring, one_worker), 0);
-	struct starter_arg sa = { &ring, fd, dst, 0 };
-	pthread_t th;
-	CHECK_EQ(pthread_create(&th, NULL, filtered_worker_starter, &sa), 0);
-	CHECK_EQ(pthread_join(th, NULL), 0);
-	CHECK_EQ(sa.res, tu_mode == TU_KERNEL ? 4096 : -EXDEV);
 	int eagain = 0;
 	for (int i = 0; i < 3; i++) {
-		gone_from_cache(fd, 131072);    /* well inside the worker's 5 s idle life */
+		/* the filtered worker is (re)started for each read: one that outlived its 5 s
+		 * idle time would leave a punt to an unfiltered new one (the page is dropped
+		 * after, as the kernel's worker reads page 0 and perhaps ahead) */
+		struct starter_arg sa = { &ring, fd, dst, 0 };
+		pthread_t th;
+		CHECK_EQ(pthread_create(&th, NULL, filtered_worker_starter, &sa), 0);
+		CHECK_EQ(pthread_join(th, NULL), 0);
+		CHECK_EQ(sa.res, tu_mode == TU_KERNEL ? 4096 : -EXDEV);
+		gone_from_cache(fd, 131072);
 		memset(dst, 0, 4096);
 		int nr = read_one(&ring, fd, dst, 4096, 131072, RWF_NOWAIT);
 		if (nr == -EAGAIN) {
