@@ -290,8 +290,8 @@ static void scope(struct gen *g, int reuse)
 	if ((is_rw(g->op) && g->stray == 8) ||
 	    ((g->op == IORING_OP_SEND || g->op == IORING_OP_RECV || g->op == IORING_OP_ACCEPT) && g->stray == 1))
 		g->stray = 0;
-	/* SEND with IOSQE_BUFFER_SELECT: a bundle (Linux 6.10), not emulated (-EOPNOTSUPP, as
-	 * before 6.10) */
+	/* SEND with IOSQE_BUFFER_SELECT: from a provided buffer on Linux 6.10+, not emulated
+	 * (-EOPNOTSUPP, as before 6.10) */
 	if (g->op == IORING_OP_SEND)
 		g->sqe_flags &= (uint8_t)~IOSQE_BUFFER_SELECT;
 	/* an ASYNC_CANCEL with IOSQE_ASYNC, by fd or by its own user_data: the kernel's,

@@ -421,7 +421,7 @@ static int prep(struct emu_ring *r, struct ureq *q)
 	if (s->flags & ~SQE_FLAGS)
 		return -EINVAL;
 	/* an op that takes no provided buffer: -EOPNOTSUPP, as the kernel's io_init_req
-	 * (before the personality); SEND's bundles (Linux 6.10) are not emulated */
+	 * (before the personality); SEND from provided buffers (Linux 6.10) is not emulated */
 	if ((s->flags & IOSQE_BUFFER_SELECT) && op != IORING_OP_READ && op != IORING_OP_READV &&
 	    op != IORING_OP_RECV && op != IORING_OP_RECVMSG)
 		return -EOPNOTSUPP;
