@@ -1400,15 +1400,33 @@ static int listening(int fd)
 	return on ? 0 : -EINVAL;
 }
 
+/* Held from a blocking listener's poll to its accept4, outside workers: two of
+ * this process's threads (two reactors woken by one connection, or a submitter
+ * and a reactor) must not both see the one connection waiting, or the loser
+ * blocks in accept4 (a reactor so stuck never ends, and neither does the
+ * ring's exit, which joins it). One for the process: rings of several threads
+ * often share one listener. fork()'s child makes it anew (exec_forked). */
+static pthread_mutex_t accept_mx = PTHREAD_MUTEX_INITIALIZER;
+
+void exec_forked(void)
+{
+	pthread_mutex_init(&accept_mx, NULL);
+}
+
 /* One accept: the new fd (or its registered slot), -EAGAIN when none waits
  * (outside a worker: a blocking listener is only accepted from when poll says
- * a connection waits, so the thread never blocks), or -errno. */
+ * a connection waits, under accept_mx, so the thread never blocks), or -errno. */
 static int32_t accept_now(struct ureq *q, int ctx)
 {
 	struct io_uring_sqe *s = &q->sqe;
-	if (ctx != CTX_WORKER && !q->fe.nonblock && !ready_now(q->fd, POLLIN)) {
-		int e = listening(q->fd);
-		return e ? e : -EAGAIN;
+	int guard = ctx != CTX_WORKER && !q->fe.nonblock;
+	if (guard) {
+		pthread_mutex_lock(&accept_mx);
+		if (!ready_now(q->fd, POLLIN)) {
+			pthread_mutex_unlock(&accept_mx);
+			int e = listening(q->fd);
+			return e ? e : -EAGAIN;
+		}
 	}
 	int flags = (int)s->accept_flags;
 	if (s->file_index)
@@ -1417,8 +1435,11 @@ static int32_t accept_now(struct ureq *q, int ctx)
 	 * first), and the application's addrlen pointer must give -EFAULT, not a crash */
 	int fd = (int)syscall(SYS_accept4, q->fd, (struct sockaddr *)(uintptr_t)s->addr,
 			      (socklen_t *)(uintptr_t)s->addr2, flags);
+	int err = errno;
+	if (guard)
+		pthread_mutex_unlock(&accept_mx);
 	if (fd < 0)
-		return -errno;
+		return -err;
 	return s->file_index ? install_direct(q, fd) : fd;
 }
 

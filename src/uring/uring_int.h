@@ -384,6 +384,7 @@ int32_t exec_cancel_here(struct emu_ring *r, unsigned fl, uint64_t ud, int fd);
 int exec_adopt_timeout(struct emu_ring *r, uint64_t ud, uint64_t deadline, unsigned tflags, uint64_t left);
 void exec_leave_locked(struct emu_ring *r);
 void exec_child_reset(struct emu_ring *r);
+void exec_forked(void);
 void reactor_child_reset(struct emu_ring *r);
 
 /* sqpoll (emu.c) */

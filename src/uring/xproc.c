@@ -417,6 +417,7 @@ static void fork_child(void)
 			r->disabled = 1;         /* no shared part (mmap failed): -EBADFD */
 	}
 	pthread_mutex_init(&glock, NULL);
+	exec_forked();
 	emu_threads_forked();
 }
 

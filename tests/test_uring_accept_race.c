@@ -1,0 +1,83 @@
+/* Description: two rings wait to ACCEPT on one blocking listener and one connection comes:
+ * one ring gets it, the other goes on waiting and can be cancelled (-ECANCELED, or -EINTR had
+ * the accept started), and both rings exit, in all three modes, 40 rounds. Emulated, both
+ * rings' reactors wake for the one connection; before the accept took a lock across its poll
+ * and accept4, both saw it waiting, the loser blocked in accept4 for good (its cancel never
+ * completed, and io_uring_queue_exit hung joining that reactor: liburing's accept test timed
+ * out in CI under ASan this way). */
+#include "test_uring.h"
+#include <time.h>
+
+#define ROUNDS 40
+
+/* The next CQE of either ring within 5 s: *which gets 0 (a) or 1 (b). */
+static struct io_uring_cqe next_either(struct io_uring *a, struct io_uring *b, int *which)
+{
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct io_uring *rings[2] = { a, b };
+		for (int i = 0; i < 2; i++) {
+			struct io_uring_cqe *cqe;
+			if (io_uring_peek_cqe(rings[i], &cqe) == 0) {
+				struct io_uring_cqe c = *cqe;
+				io_uring_cqe_seen(rings[i], cqe);
+				*which = i;
+				return c;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= 5)
+			FAIL("no accept completed within 5 s of the connection");
+		usleep(100);
+	}
+}
+
+static void body(void)
+{
+	struct io_uring ra, rb;
+	CHECK_EQ(io_uring_queue_init(8, &ra, 0), 0);
+	CHECK_EQ(io_uring_queue_init(8, &rb, 0), 0);
+	tu_uring_check_mode(&ra);
+	struct sockaddr_in addr;
+	int l = tu_listener(0, &addr);
+	for (int round = 0; round < ROUNDS; round++) {
+		struct io_uring *rings[2] = { &ra, &rb };
+		for (int i = 0; i < 2; i++) {
+			struct io_uring_sqe *s = tu_sqe(rings[i]);
+			io_uring_prep_accept(s, l, NULL, NULL, SOCK_CLOEXEC);
+			s->user_data = 1;
+			CHECK_EQ(io_uring_submit(rings[i]), 1);
+		}
+		int c = tu_connect(&addr);
+		int w;
+		struct io_uring_cqe won = next_either(&ra, &rb, &w);
+		CHECK_EQ(won.user_data, 1);
+		if (won.res < 0)
+			FAIL("round %d: accept: %s", round, strerror(-won.res));
+		close(won.res);
+		struct io_uring *lost = rings[1 - w];
+		struct io_uring_sqe *s = tu_sqe(lost);
+		io_uring_prep_cancel64(s, 1, 0);
+		s->user_data = 2;
+		CHECK_EQ(io_uring_submit(lost), 1);
+		for (int k = 0; k < 2; k++) {
+			struct io_uring_cqe e = tu_wait_at(lost, 5, __LINE__);
+			if (e.user_data == 1 && e.res != -ECANCELED && e.res != -EINTR)
+				FAIL("round %d: the other ring's accept: %d, not cancelled", round, e.res);
+			if (e.user_data == 2 && e.res != 0 && e.res != -EALREADY)
+				FAIL("round %d: the cancel: %d", round, e.res);
+		}
+		close(c);
+	}
+	tu_none(&ra);                             /* nothing more came */
+	tu_none(&rb);
+	close(l);
+	io_uring_queue_exit(&ra);
+	io_uring_queue_exit(&rb);
+}
+
+int main(void)
+{
+	return tu_uring_main(body);
+}
