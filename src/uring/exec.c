@@ -1415,13 +1415,21 @@ void exec_forked(void)
 
 /* One accept: the new fd (or its registered slot), -EAGAIN when none waits
  * (outside a worker: a blocking listener is only accepted from when poll says
- * a connection waits, under accept_mx, so the thread never blocks), or -errno. */
-static int32_t accept_now(struct ureq *q, int ctx)
+ * a connection waits, under accept_mx, so the thread never blocks), or -errno.
+ * A one-shot (may_wait 0) that finds accept_mx taken says -EAGAIN: its poll
+ * entry is level-triggered and fires again while a connection waits, and no
+ * submitter ever waits behind a thread that an accepter outside the drop-in
+ * left blocked in accept4 (DROPIN.md). A multishot's entry is edge-triggered:
+ * it waits for the lock, or a connection could wait unseen. */
+static int32_t accept_now(struct ureq *q, int ctx, int may_wait)
 {
 	struct io_uring_sqe *s = &q->sqe;
 	int guard = ctx != CTX_WORKER && !q->fe.nonblock;
 	if (guard) {
-		pthread_mutex_lock(&accept_mx);
+		if (may_wait)
+			pthread_mutex_lock(&accept_mx);
+		else if (pthread_mutex_trylock(&accept_mx) != 0)
+			return -EAGAIN;
 		if (!ready_now(q->fd, POLLIN)) {
 			pthread_mutex_unlock(&accept_mx);
 			int e = listening(q->fd);
@@ -1450,7 +1458,7 @@ static int32_t op_accept(struct ureq *q, int ctx)
 		return e;
 	if (ctx == CTX_INLINE && (q->sqe.flags & IOSQE_ASYNC) && !q->fe.nonblock)
 		return (e = listening(q->fd)) ? e : exec_wait_ready(q, POLLIN);
-	int32_t res = accept_now(q, ctx);
+	int32_t res = accept_now(q, ctx, 0);
 	if (res == -EAGAIN && ctx != CTX_WORKER)
 		return exec_wait_ready(q, POLLIN);   /* O_NONBLOCK too: the kernel polls */
 	return res;
@@ -1466,7 +1474,7 @@ static int32_t accept_try(struct ureq *q, uint32_t *cf, int *last)
 {
 	(void)cf;
 	(void)last;
-	return accept_now(q, CTX_INLINE);
+	return accept_now(q, CTX_INLINE, 1);
 }
 
 /* A selected buffer goes back unused. */
