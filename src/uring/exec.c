@@ -781,6 +781,11 @@ int exec_wait_ready(struct ureq *q, short events)
 {
 	struct emu_ring *r = q->r;
 	pthread_mutex_lock(&r->lock);
+	if (q->cancel_run) {
+		q->cancel_run = 0;
+		pthread_mutex_unlock(&r->lock);
+		return -ECANCELED;
+	}
 	int e = reactor_arm_locked(q, events);
 	pthread_mutex_unlock(&r->lock);
 	return e < 0 ? e : Q_QUEUED;
@@ -1400,38 +1405,80 @@ static int listening(int fd)
 	return on ? 0 : -EINVAL;
 }
 
-/* Held from a blocking listener's poll to its accept4, outside workers: two of
- * this process's threads (two reactors woken by one connection, or a submitter
- * and a reactor) must not both see the one connection waiting, or the loser
- * blocks in accept4 (a reactor so stuck never ends, and neither does the
- * ring's exit, which joins it). One for the process: rings of several threads
- * often share one listener. fork()'s child makes it anew (exec_forked). */
-static pthread_mutex_t accept_mx = PTHREAD_MUTEX_INITIALIZER;
+/* Blocking listeners being accepted from now, by (st_dev, st_ino): a thread of
+ * the drop-in marks its listener busy from its poll to its accept4, so that
+ * two of them (two rings' reactors woken by one connection, or a submitter and
+ * a reactor) never both see the one connection waiting: the loser would block
+ * in accept4 (a reactor so stuck never ends, nor the ring's exit that joins
+ * it). A whole process's, since rings of several threads often share one
+ * listener; by the socket, since a registered file is a dup of the program's
+ * number. Nobody waits for a mark: a listener that is busy is "nothing now",
+ * and its request waits for readiness again (one-shot: a level-triggered poll
+ * entry, multishot: re-armed with EPOLL_CTL_MOD, which reports what is pending),
+ * so a thread that an accepter outside the drop-in left blocked in accept4
+ * holds up no other listener and no submitter. fork()'s child starts with none
+ * (exec_forked). */
+#define ACC_BUSY 64
+static struct { dev_t dev; ino_t ino; int used; } acc_busy[ACC_BUSY];
+static pthread_mutex_t acc_mx = PTHREAD_MUTEX_INITIALIZER;
 
 void exec_forked(void)
 {
-	pthread_mutex_init(&accept_mx, NULL);
+	pthread_mutex_init(&acc_mx, NULL);
+	memset(acc_busy, 0, sizeof(acc_busy));
+}
+
+/* Mark fd's listener busy: its slot + 1; 0: busy already; -1: not marked
+ * (fstat failed, or ACC_BUSY accepts at once: goes on unguarded, as before). */
+static int acc_mark(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -1;
+	int slot = -1;
+	pthread_mutex_lock(&acc_mx);
+	for (int i = 0; i < ACC_BUSY; i++) {
+		if (acc_busy[i].used && acc_busy[i].dev == st.st_dev && acc_busy[i].ino == st.st_ino) {
+			pthread_mutex_unlock(&acc_mx);
+			return 0;
+		}
+		if (!acc_busy[i].used && slot < 0)
+			slot = i;
+	}
+	if (slot >= 0) {
+		acc_busy[slot].dev = st.st_dev;
+		acc_busy[slot].ino = st.st_ino;
+		acc_busy[slot].used = 1;
+	}
+	pthread_mutex_unlock(&acc_mx);
+	return slot + 1;
+}
+
+static void acc_unmark(int mark)
+{
+	if (mark <= 0)
+		return;
+	pthread_mutex_lock(&acc_mx);
+	acc_busy[mark - 1].used = 0;
+	pthread_mutex_unlock(&acc_mx);
 }
 
 /* One accept: the new fd (or its registered slot), -EAGAIN when none waits
  * (outside a worker: a blocking listener is only accepted from when poll says
- * a connection waits, under accept_mx, so the thread never blocks), or -errno.
- * A one-shot (may_wait 0) that finds accept_mx taken says -EAGAIN: its poll
- * entry is level-triggered and fires again while a connection waits, and no
- * submitter ever waits behind a thread that an accepter outside the drop-in
- * left blocked in accept4 (DROPIN.md). A multishot's entry is edge-triggered:
- * it waits for the lock, or a connection could wait unseen. */
-static int32_t accept_now(struct ureq *q, int ctx, int may_wait)
+ * a connection waits, and it is not busy (acc_busy), so the thread never
+ * blocks), or -errno. *busy (may be NULL): set when the listener was busy. */
+static int32_t accept_now(struct ureq *q, int ctx, int *busy)
 {
 	struct io_uring_sqe *s = &q->sqe;
-	int guard = ctx != CTX_WORKER && !q->fe.nonblock;
-	if (guard) {
-		if (may_wait)
-			pthread_mutex_lock(&accept_mx);
-		else if (pthread_mutex_trylock(&accept_mx) != 0)
+	int mark = -1;
+	if (ctx != CTX_WORKER && !q->fe.nonblock) {
+		if ((mark = acc_mark(q->fd)) == 0) {
+			if (busy)
+				*busy = 1;
 			return -EAGAIN;
+		}
 		if (!ready_now(q->fd, POLLIN)) {
-			pthread_mutex_unlock(&accept_mx);
+			acc_unmark(mark);
 			int e = listening(q->fd);
 			return e ? e : -EAGAIN;
 		}
@@ -1444,8 +1491,7 @@ static int32_t accept_now(struct ureq *q, int ctx, int may_wait)
 	int fd = (int)syscall(SYS_accept4, q->fd, (struct sockaddr *)(uintptr_t)s->addr,
 			      (socklen_t *)(uintptr_t)s->addr2, flags);
 	int err = errno;
-	if (guard)
-		pthread_mutex_unlock(&accept_mx);
+	acc_unmark(mark);
 	if (fd < 0)
 		return -err;
 	return s->file_index ? install_direct(q, fd) : fd;
@@ -1458,7 +1504,7 @@ static int32_t op_accept(struct ureq *q, int ctx)
 		return e;
 	if (ctx == CTX_INLINE && (q->sqe.flags & IOSQE_ASYNC) && !q->fe.nonblock)
 		return (e = listening(q->fd)) ? e : exec_wait_ready(q, POLLIN);
-	int32_t res = accept_now(q, ctx, 0);
+	int32_t res = accept_now(q, ctx, NULL);
 	if (res == -EAGAIN && ctx != CTX_WORKER)
 		return exec_wait_ready(q, POLLIN);   /* O_NONBLOCK too: the kernel polls */
 	return res;
@@ -1474,7 +1520,16 @@ static int32_t accept_try(struct ureq *q, uint32_t *cf, int *last)
 {
 	(void)cf;
 	(void)last;
-	return accept_now(q, CTX_INLINE, 1);
+	int busy = 0;
+	int32_t res = accept_now(q, CTX_INLINE, &busy);
+	if (busy) {
+		/* its entry is edge-triggered: armed anew, it reports the connection
+		 * the other accepter may leave waiting */
+		pthread_mutex_lock(&q->r->lock);
+		reactor_mshot_rearm_locked(q);
+		pthread_mutex_unlock(&q->r->lock);
+	}
+	return res;
 }
 
 /* A selected buffer goes back unused. */
@@ -2088,8 +2143,15 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 			break;
 	}
 	for (struct ureq *x = cand_first(r, fl, ud); x; x = cand_next(x, fl))
-		if (x->state == RS_RUN || x->state == RS_AIO)
+		if (x->state == RS_RUN || x->state == RS_AIO) {
+			/* found running (-EALREADY): a one-shot that goes back to wait for
+			 * readiness (exec_wait_ready) ends there instead, or the cancel
+			 * would be lost (a blocking listener's accept that lost its
+			 * connection to another thread, a retried read) */
+			if (x->canceled && x->state == RS_RUN && !x->mshot)
+				x->cancel_run = 1;
 			x->canceled = 0;
+		}
 	if (all)
 		return canceled;        /* how many, 0 for none (the kernel's count) */
 	if (!found)

@@ -80,6 +80,7 @@ struct ureq {
 	struct ureq *hnext, *hprev;    /* its chain in the user_data hash (cancel, remove) */
 	struct ureq *qnext;            /* work queue / defer queue */
 	uint8_t state, chain_fail, canceled, connecting, hashed;
+	uint8_t cancel_run;             /* a cancel found it running (-EALREADY): it ends, -ECANCELED, instead of waiting again */
 	uint32_t chain_n;              /* head of a chain: how many requests it holds */
 	int32_t prep_err;
 	int32_t res;
