@@ -4,7 +4,8 @@
  * rings' reactors wake for the one connection; before a listener was marked busy from its poll
  * to its accept4, both saw it waiting, the loser blocked in accept4 for good (its cancel never
  * completed, and io_uring_queue_exit hung joining that reactor: liburing's accept test timed
- * out in CI under ASan this way). */
+ * out in CI under ASan this way). First, a cancel submitted before an ACCEPT in one submit
+ * finds nothing and leaves it waiting. */
 #include "test_uring.h"
 #include <time.h>
 
@@ -33,6 +34,38 @@ static struct io_uring_cqe next_either(struct io_uring *a, struct io_uring *b, i
 	}
 }
 
+/* A cancel (by fd, then by user_data) submitted with an ACCEPT after it, in one submit, finds
+ * nothing (-ENOENT: the kernel issues a submission's SQEs in order) and the accept waits on,
+ * then takes the connection that comes. */
+static void cancel_before(struct io_uring *ring, int l, const struct sockaddr_in *addr)
+{
+	for (int by_fd = 1; by_fd >= 0; by_fd--) {
+		struct io_uring_sqe *s = tu_sqe(ring);
+		if (by_fd) {
+			io_uring_prep_cancel_fd(s, l, 0);
+		} else {
+			io_uring_prep_cancel64(s, 7, 0);
+		}
+		s->user_data = 2;
+		s = tu_sqe(ring);
+		io_uring_prep_accept(s, l, NULL, NULL, SOCK_CLOEXEC);
+		s->user_data = 7;
+		CHECK_EQ(io_uring_submit(ring), 2);
+		struct io_uring_cqe c = tu_wait_at(ring, 5, __LINE__);
+		CHECK_EQ(c.user_data, 2);
+		if (c.res != -ENOENT)
+			FAIL("cancel by %s before the ACCEPT in one submit: %d, not -ENOENT", by_fd ? "fd" : "user_data", c.res);
+		tu_none(ring);                    /* the accept waits */
+		int cl = tu_connect(addr);
+		c = tu_wait_at(ring, 5, __LINE__);
+		CHECK_EQ(c.user_data, 7);
+		if (c.res < 0)
+			FAIL("the ACCEPT after a cancel by %s: %s", by_fd ? "fd" : "user_data", strerror(-c.res));
+		close(c.res);
+		close(cl);
+	}
+}
+
 static void body(void)
 {
 	struct io_uring ra, rb;
@@ -41,6 +74,7 @@ static void body(void)
 	tu_uring_check_mode(&ra);
 	struct sockaddr_in addr;
 	int l = tu_listener(0, &addr);
+	cancel_before(&ra, l, &addr);
 	for (int round = 0; round < ROUNDS; round++) {
 		struct io_uring *rings[2] = { &ra, &rb };
 		for (int i = 0; i < 2; i++) {

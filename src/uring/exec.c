@@ -2078,6 +2078,11 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 			q->ms_end = res;
 			return 0;
 		}
+		/* a one-shot that goes back to wait for readiness ends there
+		 * (exec_wait_ready), or the cancel would be lost: a blocking
+		 * listener's accept that lost its connection to another thread, a
+		 * stream read retried (a LINK_TIMEOUT's cancel too) */
+		q->cancel_run = 1;
 		return -EALREADY;
 	case RS_AIO:
 		return -EALREADY;
@@ -2097,6 +2102,10 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 static int cancel_match(struct ureq *x, struct ureq *self, unsigned fl, uint64_t ud, int fd)
 {
 	if (x == self || x->state == RS_CHAIN || x->state == RS_LT_IDLE || x->state == RS_FREE)
+		return 0;
+	/* queued to run in this submission, not issued yet: the kernel issues a
+	 * submission's SQEs in order, so a cancel never finds a later one */
+	if (x->state == RS_RUN && !__atomic_load_n(&x->started, __ATOMIC_RELAXED))
 		return 0;
 	if (fl & IORING_ASYNC_CANCEL_ANY)
 		return 1;
@@ -2143,15 +2152,8 @@ static int32_t cancel_locked(struct emu_ring *r, struct ureq *self, unsigned fl,
 			break;
 	}
 	for (struct ureq *x = cand_first(r, fl, ud); x; x = cand_next(x, fl))
-		if (x->state == RS_RUN || x->state == RS_AIO) {
-			/* found running (-EALREADY): a one-shot that goes back to wait for
-			 * readiness (exec_wait_ready) ends there instead, or the cancel
-			 * would be lost (a blocking listener's accept that lost its
-			 * connection to another thread, a retried read) */
-			if (x->canceled && x->state == RS_RUN && !x->mshot)
-				x->cancel_run = 1;
+		if (x->state == RS_RUN || x->state == RS_AIO)
 			x->canceled = 0;
-		}
 	if (all)
 		return canceled;        /* how many, 0 for none (the kernel's count) */
 	if (!found)
@@ -2615,6 +2617,7 @@ static int32_t run_one(struct ureq *q, int ctx, struct ureq **run)
 	if (q->prep_err)
 		return q->prep_err;
 	struct ureq *lt = q->lt && q->lt->state == RS_LT_IDLE ? q->lt : NULL;
+	__atomic_store_n(&q->started, 1, __ATOMIC_RELAXED);    /* a cancel may find it now */
 	int32_t res = op_exec(q, ctx, run);
 	if (res == Q_QUEUED && lt)
 		arm_lt(q, lt);
