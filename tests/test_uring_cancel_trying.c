@@ -8,7 +8,14 @@
  * calls reach before libc's. On a thread other than the main one, the first poll of the
  * listener after `hold` is set says "nothing" and holds that thread until the main thread has
  * submitted its cancel. A connection is waiting meanwhile, so an accept that went back to wait
- * would take it at once: without the fix that is what happened (its CQE carried an fd). */
+ * would take it at once: without the fix that is what happened (its CQE carried an fd).
+ *
+ * Part 2, the same hold: a multishot ACCEPT on a second ring that finds the listener busy (the
+ * first ring's one-shot held between its poll and its accept4) is armed again. Its epoll entry is
+ * edge-triggered, and the connection's one edge is spent on the busy try; when the held one-shot
+ * is cancelled, only the re-arm makes the multishot take the connection (without it: no CQE,
+ * the connection left waiting). The kernel's ring: the one-shot takes the connection, the
+ * multishot waits. */
 #include "test_uring.h"
 #include <poll.h>
 #include <sys/syscall.h>
@@ -44,44 +51,54 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
 	return poll(fds, n, timeout);
 }
 
-static void body(void)
+/* Wait (emulated) until the drop-in's thread is held in the listener's poll. */
+static void wait_held(void)
 {
-	struct io_uring ring;
-	CHECK_EQ(io_uring_queue_init(8, &ring, 0), 0);
-	tu_uring_check_mode(&ring);
-	int emulated = tu_ring_is_emulated(ring.ring_fd);
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!__atomic_load_n(&held, __ATOMIC_SEQ_CST)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec > 5)
+			FAIL("the drop-in's thread never polled the listener after the connection");
+		usleep(1000);
+	}
+}
+
+/* A blocking listener (returned) with a one-shot ACCEPT (user_data 1) on ring r and a connection
+ * (*conn) waiting, the drop-in's thread held in its poll, the listener marked busy (emulated). */
+static int hold_oneshot(struct io_uring *r, int emulated, int *conn)
+{
 	struct sockaddr_in addr;
 	int l = tu_listener(0, &addr);
 	target = l;
 	__atomic_store_n(&held, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&release_it, 0, __ATOMIC_SEQ_CST);
-
-	struct io_uring_sqe *s = tu_sqe(&ring);
+	struct io_uring_sqe *s = tu_sqe(r);
 	io_uring_prep_accept(s, l, NULL, NULL, SOCK_CLOEXEC);
 	s->user_data = 1;
-	CHECK_EQ(io_uring_submit(&ring), 1);
-	tu_none(&ring);                           /* it waits: nothing to accept */
+	CHECK_EQ(io_uring_submit(r), 1);
+	tu_none(r);                               /* it waits: nothing to accept */
 	__atomic_store_n(&hold, 1, __ATOMIC_SEQ_CST);
-	int c = tu_connect(&addr);                /* wakes the reactor, whose poll is held */
-	if (emulated) {
-		struct timespec t0, now;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		while (!__atomic_load_n(&held, __ATOMIC_SEQ_CST)) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if (now.tv_sec - t0.tv_sec > 5)
-				FAIL("the drop-in's thread never polled the listener after the connection");
-			usleep(1000);
-		}
-	}
-	s = tu_sqe(&ring);
+	*conn = tu_connect(&addr);                /* wakes the reactor, whose poll is held */
+	if (emulated)
+		wait_held();
+	return l;
+}
+
+/* Cancel the held one-shot (user_data 2), let its thread go and check both CQEs. Emulated: the
+ * cancel -EALREADY, the ACCEPT -ECANCELED. The kernel's ring has no such window: the connection
+ * completes the accept (task work on the way back from connect), the cancel finds nothing. */
+static void cancel_held(struct io_uring *r, int emulated)
+{
+	struct io_uring_sqe *s = tu_sqe(r);
 	io_uring_prep_cancel64(s, 1, 0);
 	s->user_data = 2;
-	CHECK_EQ(io_uring_submit(&ring), 1);
+	CHECK_EQ(io_uring_submit(r), 1);
 	__atomic_store_n(&release_it, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&hold, 0, __ATOMIC_SEQ_CST);
 	struct io_uring_cqe cq[2];
-	cq[0] = tu_wait_at(&ring, 5, __LINE__);
-	cq[1] = tu_wait_at(&ring, 5, __LINE__);
+	cq[0] = tu_wait_at(r, 5, __LINE__);
+	cq[1] = tu_wait_at(r, 5, __LINE__);
 	const struct io_uring_cqe *acc = tu_find(cq, 2, 1), *can = tu_find(cq, 2, 2);
 	if (emulated) {
 		if (acc->res >= 0)
@@ -91,18 +108,73 @@ static void body(void)
 		if (can->res != -EALREADY)
 			FAIL("the cancel: %d, not -EALREADY", can->res);
 	} else {
-		/* the kernel's ring has no such window: the connection completes the accept
-		 * (task work on the way back from connect), the cancel finds nothing */
 		if (acc->res < 0 || can->res != -ENOENT)
 			FAIL("kernel: accept %d, cancel %d (not an fd and -ENOENT)", acc->res, can->res);
 		close(acc->res);
-		printf("kernel: the connection completed the accept before the cancel (no window to hold)\n");
 	}
-	tu_none(&ring);
+	tu_none(r);
+}
+
+static void cancel_trying(void)
+{
+	struct io_uring ring;
+	CHECK_EQ(io_uring_queue_init(8, &ring, 0), 0);
+	tu_uring_check_mode(&ring);
+	int emulated = tu_ring_is_emulated(ring.ring_fd), c;
+	int l = hold_oneshot(&ring, emulated, &c);
+	cancel_held(&ring, emulated);
+	if (!emulated)
+		printf("kernel: the connection completed the accept before the cancel (no window to hold)\n");
 	target = -1;
 	close(c);
 	close(l);
 	io_uring_queue_exit(&ring);
+}
+
+static void busy_multishot(void)
+{
+	struct io_uring a, b;
+	CHECK_EQ(io_uring_queue_init(8, &a, 0), 0);
+	CHECK_EQ(io_uring_queue_init(8, &b, 0), 0);
+	tu_uring_check_mode(&a);
+	int emulated = tu_ring_is_emulated(a.ring_fd), c;
+	int l = hold_oneshot(&a, emulated, &c);   /* ring a's thread held, the listener busy */
+	struct io_uring_sqe *s = tu_sqe(&b);
+	io_uring_prep_multishot_accept(s, l, NULL, NULL, SOCK_CLOEXEC);
+	s->user_data = 3;
+	CHECK_EQ(io_uring_submit(&b), 1);
+	usleep(20000);                            /* ring b meets the busy listener meanwhile */
+	cancel_held(&a, emulated);
+	if (emulated) {                           /* the multishot, armed again, takes the connection */
+		struct io_uring_cqe m = tu_wait_at(&b, 5, __LINE__);
+		if (m.user_data != 3 || m.res < 0 || !(m.flags & IORING_CQE_F_MORE))
+			FAIL("the multishot: user_data %llu res %d flags %#x (not a connection, more to come)",
+			     (unsigned long long)m.user_data, m.res, m.flags);
+		close(m.res);
+	}
+	tu_none(&b);                              /* one connection, one accept */
+	s = tu_sqe(&b);
+	io_uring_prep_cancel64(s, 3, 0);
+	s->user_data = 4;
+	CHECK_EQ(io_uring_submit(&b), 1);
+	struct io_uring_cqe cq[2];
+	cq[0] = tu_wait_at(&b, 5, __LINE__);
+	cq[1] = tu_wait_at(&b, 5, __LINE__);
+	const struct io_uring_cqe *ms = tu_find(cq, 2, 3), *mc = tu_find(cq, 2, 4);
+	if (ms->res != -ECANCELED || (ms->flags & IORING_CQE_F_MORE) || mc->res != 0)
+		FAIL("cancelling the multishot: its CQE %d flags %#x, the cancel %d", ms->res, ms->flags,
+		     mc->res);
+	target = -1;
+	close(c);
+	close(l);
+	io_uring_queue_exit(&a);
+	io_uring_queue_exit(&b);
+}
+
+static void body(void)
+{
+	cancel_trying();
+	busy_multishot();
 }
 
 int main(void)
