@@ -15,15 +15,9 @@
  * edge-triggered, and the connection's one edge is spent on the busy try; when the held one-shot
  * is cancelled, only the re-arm makes the multishot take the connection (without it: no CQE,
  * the connection left waiting). The kernel's ring: the one-shot takes the connection, the
- * multishot waits.
- *
- * Part 3: IORING_REGISTER_SYNC_CANCEL that finds the held one-shot waits for it to end, as the
- * kernel's waits for what it finds running: with a 20 ms timeout, -ETIME (and the one-shot still
- * ends -ECANCELED when let go); without one, 0 once a thread lets the one-shot go. The kernel's
- * ring: the accept has the connection, both cancels -ENOENT. */
+ * multishot waits. */
 #include "test_uring.h"
 #include <poll.h>
-#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -177,68 +171,10 @@ static void busy_multishot(void)
 	io_uring_queue_exit(&b);
 }
 
-static void *release_later(void *arg)
-{
-	(void)arg;
-	usleep(100000);
-	__atomic_store_n(&release_it, 1, __ATOMIC_SEQ_CST);
-	return NULL;
-}
-
-/* Part 3's check of the one-shot after a sync cancel answered got (want emulated). */
-static void sync_cancelled(struct io_uring *r, int emulated, int got, int want)
-{
-	struct io_uring_cqe acc = tu_wait_at(r, 5, __LINE__);
-	if (emulated && (got != want || acc.res != -ECANCELED))
-		FAIL("sync cancel %d (not %d), the held one-shot %d (not -ECANCELED)", got, want, acc.res);
-	if (!emulated) {
-		if (got != -ENOENT || acc.res < 0)
-			FAIL("kernel: sync cancel %d, accept %d (not -ENOENT and an fd)", got, acc.res);
-		close(acc.res);
-	}
-	tu_none(r);
-}
-
-static void sync_cancel_waits(void)
-{
-	struct io_uring ring;
-	CHECK_EQ(io_uring_queue_init(8, &ring, 0), 0);
-	tu_uring_check_mode(&ring);
-	int emulated = tu_ring_is_emulated(ring.ring_fd), c;
-	struct io_uring_sync_cancel_reg reg;
-	memset(&reg, 0, sizeof reg);
-	reg.addr = 1;
-	reg.fd = -1;
-
-	int l = hold_oneshot(&ring, emulated, &c);
-	reg.timeout.tv_nsec = 20000000;
-	int got = io_uring_register_sync_cancel(&ring, &reg);
-	__atomic_store_n(&release_it, 1, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&hold, 0, __ATOMIC_SEQ_CST);
-	sync_cancelled(&ring, emulated, got, -ETIME);
-	close(c);
-	close(l);
-
-	l = hold_oneshot(&ring, emulated, &c);
-	reg.timeout.tv_sec = -1;
-	reg.timeout.tv_nsec = -1;
-	pthread_t t;
-	CHECK_EQ(pthread_create(&t, NULL, release_later, NULL), 0);
-	got = io_uring_register_sync_cancel(&ring, &reg);
-	CHECK_EQ(pthread_join(t, NULL), 0);
-	__atomic_store_n(&hold, 0, __ATOMIC_SEQ_CST);
-	sync_cancelled(&ring, emulated, got, 0);
-	target = -1;
-	close(c);
-	close(l);
-	io_uring_queue_exit(&ring);
-}
-
 static void body(void)
 {
 	cancel_trying();
 	busy_multishot();
-	sync_cancel_waits();
 }
 
 int main(void)

@@ -2226,24 +2226,6 @@ static int32_t op_cancel(struct ureq *q, struct ureq **run)
 	return cancel_elsewhere(q->r, fl, s->addr, s->fd, res);
 }
 
-/* One try of a sync cancel; *stuck: what it found running will not end by
- * itself while the caller waits (on a worker, in AIO). */
-static int32_t sync_cancel_once(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg,
-				unsigned fl, int *stuck)
-{
-	struct ureq *run = NULL;
-	pthread_mutex_lock(&r->lock);
-	int32_t res = cancel_locked(r, NULL, fl, reg->addr, reg->fd, &run);
-	*stuck = 0;
-	for (struct ureq *x = cand_first(r, fl, reg->addr); x && res == -EALREADY; x = cand_next(x, fl))
-		if ((x->state == RS_AIO || (x->state == RS_RUN && x->on_worker)) &&
-		    cancel_match(x, NULL, fl, reg->addr, reg->fd))
-			*stuck = 1;
-	pthread_mutex_unlock(&r->lock);
-	exec_issue_list(run, CTX_INLINE);
-	return cancel_elsewhere(r, fl, reg->addr, reg->fd, res);
-}
-
 int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg)
 {
 	for (int i = 0; i < 4; i++)
@@ -2253,40 +2235,16 @@ int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *
 	if (fl & ~(IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY |
 		   IORING_ASYNC_CANCEL_FD_FIXED))
 		return -EINVAL;
-	int e = cancel_fd_ok(r, fl, reg->fd), stuck;
+	int e = cancel_fd_ok(r, fl, reg->fd);
 	if (e < 0)
 		return e;
-	int32_t res = sync_cancel_once(r, reg, fl, &stuck);
-	if (res != -EALREADY || stuck)
-		return res;     /* the kernel's answer: an ALL or ANY's count, as ASYNC_CANCEL's */
-	/* Found being tried by a thread of the drop-in (it ends at its next
-	 * wait): the kernel waits for it to end, trying again at every
-	 * completion, until the timeout (relative; -1, -1: none): then -ETIME.
-	 * Here the tries come every 50 us to 1 ms. Found no more: 0. One that
-	 * runs on a worker may block there for good (the kernel's io-wq
-	 * interrupts it; the drop-in cannot), and one in AIO ends only when the
-	 * program enters to reap: -EALREADY at once for those, as before. */
-	uint64_t deadline = UINT64_MAX;
-	if (reg->timeout.tv_sec != -1 || reg->timeout.tv_nsec != -1) {
-		/* not checked, as the kernel's: a negative one has passed already */
-		long long sec = reg->timeout.tv_sec, nsec = reg->timeout.tv_nsec;
-		uint64_t t = sec < 0 || nsec < 0 ? 0 :
-			     sec >= (1ll << 32) ? 1ull << 62 : (uint64_t)sec * 1000000000u + (uint64_t)nsec;
-		deadline = now_ns() + t;
-	}
-	for (uint64_t step = 50000;; step = step < 1000000 ? step * 2 : step) {
-		uint64_t t = now_ns();
-		if (t >= deadline)
-			return -ETIME;
-		uint64_t nap = deadline - t < step ? deadline - t : step;
-		struct timespec ts = { (time_t)(nap / 1000000000u), (long)(nap % 1000000000u) };
-		nanosleep(&ts, NULL);
-		res = sync_cancel_once(r, reg, fl, &stuck);
-		if (res != -EALREADY)
-			return res == -ENOENT || res > 0 ? 0 : res;
-		if (stuck)
-			return res;
-	}
+	struct ureq *run = NULL;
+	pthread_mutex_lock(&r->lock);
+	int32_t res = cancel_locked(r, NULL, fl, reg->addr, reg->fd, &run);
+	pthread_mutex_unlock(&r->lock);
+	exec_issue_list(run, CTX_INLINE);
+	/* the kernel's answer: an ALL or ANY's count, as ASYNC_CANCEL's */
+	return cancel_elsewhere(r, fl, reg->addr, reg->fd, res);
 }
 
 /* ---- dispatch ---- */
@@ -2659,7 +2617,6 @@ static int32_t run_one(struct ureq *q, int ctx, struct ureq **run)
 	if (q->prep_err)
 		return q->prep_err;
 	struct ureq *lt = q->lt && q->lt->state == RS_LT_IDLE ? q->lt : NULL;
-	__atomic_store_n(&q->on_worker, ctx == CTX_WORKER, __ATOMIC_RELAXED);
 	__atomic_store_n(&q->started, 1, __ATOMIC_RELAXED);    /* a cancel may find it now */
 	int32_t res = op_exec(q, ctx, run);
 	if (res == Q_QUEUED && lt)

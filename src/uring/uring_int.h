@@ -82,7 +82,6 @@ struct ureq {
 	uint8_t state, chain_fail, canceled, connecting, hashed;
 	uint8_t cancel_run;             /* a cancel found it running (-EALREADY): it ends, -ECANCELED, instead of waiting again */
 	uint8_t started;                /* run_one has issued it (a cancel finds only those) */
-	uint8_t on_worker;              /* ... on a worker, where it may block: a cancel cannot end it */
 	uint32_t chain_n;              /* head of a chain: how many requests it holds */
 	int32_t prep_err;
 	int32_t res;
