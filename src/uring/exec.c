@@ -2253,7 +2253,8 @@ static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 {
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned op = s->opcode;
-	if (ctx == CTX_INLINE && op_where[op] == W_WORKER)
+	/* the reactor too (a link after a poll, a drain released): it must not block */
+	if (ctx != CTX_WORKER && op_where[op] == W_WORKER)
 		return exec_punt(q);
 	if (ctx == CTX_INLINE && (s->flags & IOSQE_ASYNC) && op_where[op] == W_INLINE && !is_rw(op) &&
 	    op != IORING_OP_SEND && op != IORING_OP_RECV && op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG &&
