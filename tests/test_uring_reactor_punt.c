@@ -1,6 +1,6 @@
 /* Description: an opcode that may block (SPLICE here; the worker-only ones of docs/DROPIN.md) goes
  * to a worker when the reactor starts it too, not only when it is submitted: a POLL_ADD on a pipe
- * hard-linked to a SPLICE from an empty pipe; once the poll fires, the SPLICE waits for data, and
+ * linked to a SPLICE from an empty pipe; once the poll fires, the SPLICE waits for data, and
  * a TIMEOUT of 10 ms submitted after that still completes (-ETIME) at once; the SPLICE completes
  * when its pipe gets a byte. In all three modes. (The reactor ran it itself and blocked in
  * splice(2): no timer fired, no readiness was seen, until the byte came. Found by a review.) */
