@@ -15,7 +15,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +124,54 @@ static inline int tu_uring_main(void (*body)(void))
 		ran++;
 	}
 	return ran ? 0 : 77;
+}
+
+/* Hold off every other thread of this process (an emulated ring's reactor, its workers) while
+ * the calling thread runs: all of them pinned to this thread's CPU, this one SCHED_FIFO, so none
+ * runs until this thread blocks or calls tu_solo_end. A step that must not depend on the reactor
+ * winning a race (a look at the CQ right after the write that wakes a multishot) runs between
+ * the two, and a bug that the reactor would hide by being quick fails every time. 0, or -errno
+ * when the system refuses (nothing changed then: the step still runs, without the guarantee). */
+static cpu_set_t tu_solo_mask;
+static inline int tu_solo_pin_all(const cpu_set_t *set)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int err = 0;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && sched_setaffinity(atoi(e->d_name), sizeof *set, set) < 0 && !err)
+			err = -errno;
+	closedir(d);
+	return err;
+}
+
+static inline int tu_solo_begin(void)
+{
+	cpu_set_t one;
+	struct sched_param sp = { .sched_priority = 1 };
+	int cpu = sched_getcpu(), e;
+	if (cpu < 0 || sched_getaffinity(0, sizeof tu_solo_mask, &tu_solo_mask) < 0)
+		return -errno;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if ((e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) != 0)
+		return -e;
+	if ((e = tu_solo_pin_all(&one)) < 0) {
+		sp.sched_priority = 0;
+		pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+		tu_solo_pin_all(&tu_solo_mask);
+		return e;
+	}
+	return 0;
+}
+
+static inline void tu_solo_end(void)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+	CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp), 0);
+	CHECK_EQ(tu_solo_pin_all(&tu_solo_mask), 0);
 }
 
 /* Submit what is queued and reap exactly n CQEs into out (order of arrival). */
