@@ -126,52 +126,78 @@ static inline int tu_uring_main(void (*body)(void))
 	return ran ? 0 : 77;
 }
 
-/* Hold off every other thread of this process (an emulated ring's reactor, its workers) while
- * the calling thread runs: all of them pinned to this thread's CPU, this one SCHED_FIFO, so none
- * runs until this thread blocks or calls tu_solo_end. A step that must not depend on the reactor
- * winning a race (a look at the CQ right after the write that wakes a multishot) runs between
- * the two, and a bug that the reactor would hide by being quick fails every time. 0, or -errno
- * when the system refuses (nothing changed then: the step still runs, without the guarantee). */
-static cpu_set_t tu_solo_mask;
-static inline int tu_solo_pin_all(const cpu_set_t *set)
+/* Scheduling helpers for steps whose outcome must not depend on how the machine's other load
+ * or the emulation's threads happen to be scheduled. -errno when the system refuses (nothing
+ * changed then: the step still runs, without the guarantee, and the test counts a SKIP-PART). */
+static cpu_set_t tu_sched_mask;            /* this process's CPUs before the step */
+
+/* Every thread of this process: pinned to set (pin) or given policy at priority prio. */
+static inline int tu_all_threads(const cpu_set_t *pin, int policy, int prio)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
+	struct sched_param sp = { .sched_priority = prio };
 	int err = 0;
 	if (!d)
 		return -errno;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && sched_setaffinity(atoi(e->d_name), sizeof *set, set) < 0 && !err)
+	while ((e = readdir(d))) {
+		pid_t tid = atoi(e->d_name);
+		if (tid <= 0)
+			continue;
+		if ((pin ? sched_setaffinity(tid, sizeof *pin, pin) : sched_setscheduler(tid, policy, &sp)) < 0 &&
+		    errno != ESRCH && !err)
 			err = -errno;
+	}
 	closedir(d);
 	return err;
 }
 
-static inline int tu_solo_begin(void)
+static inline int tu_sched_begin(int cpu, int all_fifo)
 {
 	cpu_set_t one;
 	struct sched_param sp = { .sched_priority = 1 };
-	int cpu = sched_getcpu(), e;
-	if (cpu < 0 || sched_getaffinity(0, sizeof tu_solo_mask, &tu_solo_mask) < 0)
+	int e;
+	if (sched_getaffinity(0, sizeof tu_sched_mask, &tu_sched_mask) < 0)
 		return -errno;
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
-	if ((e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) != 0)
-		return -e;
-	if ((e = tu_solo_pin_all(&one)) < 0) {
-		sp.sched_priority = 0;
-		pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-		tu_solo_pin_all(&tu_solo_mask);
-		return e;
+	if (all_fifo)
+		e = tu_all_threads(NULL, SCHED_FIFO, 1);
+	else
+		e = -pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (!e)
+		e = tu_all_threads(&one, 0, 0);
+	if (e) {
+		tu_all_threads(NULL, SCHED_OTHER, 0);
+		tu_all_threads(&tu_sched_mask, 0, 0);
 	}
-	return 0;
+	return e;
 }
 
-static inline void tu_solo_end(void)
+/* Hold off every other thread of this process (an emulated ring's reactor, its workers) while
+ * the calling thread runs: all of them pinned to this thread's CPU, this one SCHED_FIFO, so none
+ * runs until this thread blocks or calls tu_sched_end. A step that must not depend on the
+ * reactor winning a race (a look at the CQ right after the write that wakes a multishot) runs
+ * in between, and a bug that a quick reactor would hide fails every time. */
+static inline int tu_solo_begin(void)
 {
-	struct sched_param sp = { .sched_priority = 0 };
-	CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp), 0);
-	CHECK_EQ(tu_solo_pin_all(&tu_solo_mask), 0);
+	int cpu = sched_getcpu();
+	return cpu < 0 ? -errno : tu_sched_begin(cpu, 0);
+}
+
+/* Every thread of this process on CPU cpu and SCHED_FIFO (threads started meanwhile inherit
+ * both), until tu_sched_end: CPU-bound load beside the test cannot delay them, so two
+ * processes so set on two CPUs run what they post in one burst at the same moment. */
+static inline int tu_rt_begin(int cpu)
+{
+	return tu_sched_begin(cpu, 1);
+}
+
+/* Back to SCHED_OTHER on the CPUs of before, every thread. */
+static inline void tu_sched_end(void)
+{
+	CHECK_EQ(tu_all_threads(NULL, SCHED_OTHER, 0), 0);
+	CHECK_EQ(tu_all_threads(&tu_sched_mask, 0, 0), 0);
 }
 
 /* Submit what is queued and reap exactly n CQEs into out (order of arrival). */

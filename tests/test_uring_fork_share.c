@@ -4,10 +4,12 @@
  * submitted runs although that process then only waits outside the library (a pipe read of the
  * child completes while it sleeps in a barrier); CQEs posted by both processes at once are all
  * there (the shared CQ lock: NOPs from their workers, and, emulated, 6000 TIMEOUTs each with one deadline,
- * posted by both reactors in one burst); registering files while the other process uses the ring is
+ * posted by both reactors in one burst, each process's threads SCHED_FIFO on a CPU of its own
+ * meanwhile, so that load beside the test cannot keep the bursts apart); registering files while the other process uses the ring is
  * refused (-EOPNOTSUPP: the tables are per process; the kernel's is shared); the ring goes on
  * in the parent after the child exits. */
 #include "test_uring.h"
+#include "parts.h"
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -24,6 +26,7 @@ struct shm {
 	pthread_barrier_t b;
 	char child_path[64];
 	struct __kernel_timespec dl;  /* the TIMEOUTs' common deadline (CLOCK_MONOTONIC, ABS) */
+	int cpu[2];                   /* two CPUs this test may use (-1: fewer) */
 };
 
 static struct shm *sh;
@@ -37,6 +40,19 @@ static void barrier(void)
 
 
 #define next() tu_wait_at(&sh->ring, 20, __LINE__)
+
+/* Emulated, phase 4: each process's threads SCHED_FIFO on a CPU of its own (which: 0 parent, 1
+ * child, of sh->cpu), so both post their bursts at the same moment whatever else loads the
+ * machine: two processes' CQEs meet in the shared CQ, as the lock's promise needs. 0 when set. */
+static int rt_begin(int which)
+{
+	if (tu_mode == TU_KERNEL || sh->cpu[1] < 0)
+		return -1;
+	int e = tu_rt_begin(sh->cpu[which]);
+	if (e < 0 && which == 0)
+		tu_part_skip("SCHED_FIFO", "both processes' bursts at one moment", strerror(-e));
+	return e;
+}
 
 static void submit_nops(uint64_t tag, unsigned n)
 {
@@ -131,6 +147,7 @@ static void child(int pfd[2], int shared_fd)
 		CHECK_EQ(rr, -EOPNOTSUPP);
 	}
 	/* 4: NOPs from both processes at once; the parent reaps all */
+	int rt = rt_begin(1);
 	barrier();                                        /* B7 */
 	submit_timeouts(4, nto());
 	submit_nops(2, NOPS);
@@ -141,7 +158,9 @@ static void child(int pfd[2], int shared_fd)
 	sqe->user_data = 203;
 	CHECK_EQ(io_uring_submit(&sh->ring), 1);
 	unlock();
-	barrier();                                        /* B8 */
+	barrier();                                        /* B8: the parent reaped all */
+	if (rt == 0)
+		tu_sched_end();
 	exit(0);
 }
 
@@ -154,6 +173,14 @@ static void body(void)
 	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
 	CHECK_EQ(pthread_mutex_init(&sh->m, &ma), 0);
 	tu_pbarrier_init(&sh->b, 2);
+	cpu_set_t may;
+	CHECK_EQ(sched_getaffinity(0, sizeof may, &may), 0);
+	sh->cpu[0] = sh->cpu[1] = -1;
+	for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
+		if (CPU_ISSET(c, &may))
+			sh->cpu[k++] = c;
+	if (tu_mode != TU_KERNEL && sh->cpu[1] < 0)
+		tu_part_skip("2 CPUs", "both processes' bursts at one moment", "this process may run on one CPU only");
 	struct io_uring_params p = { 0 };
 	p.flags = IORING_SETUP_CQSIZE;
 	/* emulated: the bursts fit, the NOPs overflow the CQ in both processes (their overflow
@@ -224,6 +251,7 @@ static void body(void)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	sh->dl.tv_sec = now.tv_sec + 1;                   /* both have armed all by then */
 	sh->dl.tv_nsec = now.tv_nsec;
+	int rt = rt_begin(0);
 	barrier();                                        /* B7 */
 	submit_timeouts(3, nto());
 	submit_nops(1, NOPS);
@@ -251,6 +279,8 @@ static void body(void)
 	CHECK_EQ(got[3], nto());
 	CHECK_EQ(got[4], nto());
 	CHECK_EQ(w203, 1);
+	if (rt == 0)
+		tu_sched_end();
 	barrier();                                        /* B8 */
 	tu_child_ok(pid);
 	/* the ring goes on in the parent */

@@ -141,7 +141,7 @@ static void body(void)
 	struct io_uring_cqe *cqe;
 	int peeked = io_uring_peek_cqe(&ring, &cqe);
 	if (tu_mode != TU_KERNEL && solo == 0)
-		tu_solo_end();
+		tu_sched_end();
 	CHECK_EQ(peeked, 0);
 	CHECK_EQ(cqe->res, 2);
 	CHECK_EQ(cqe->flags >> IORING_CQE_BUFFER_SHIFT, 1);
