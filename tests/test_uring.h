@@ -193,7 +193,8 @@ static inline int tu_rt_begin(int cpu)
 	return tu_sched_begin(cpu, 1);
 }
 
-/* Back to SCHED_OTHER on the CPUs of before, every thread. */
+/* Back to SCHED_OTHER, every thread, on the CPUs the caller had before (a thread pinned
+ * elsewhere before, an SQ_AFF poller, is not put back: use these where none is). */
 static inline void tu_sched_end(void)
 {
 	CHECK_EQ(tu_all_threads(NULL, SCHED_OTHER, 0), 0);
