@@ -38,6 +38,7 @@ set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 TIMEOUT=${MUTATE_TIMEOUT:-120}
 TRIES=${MUTATE_TRIES:-3}
+case $TRIES in ''|*[!0-9]*|0) echo "mutate: MUTATE_TRIES must be a number of runs, 1 or more"; exit 1 ;; esac
 start=$(date +%s)
 
 if [ $# -gt 0 ]; then
@@ -89,6 +90,9 @@ close $f;
 print "$pos\n";
 PERL
 
+# the parts a passing run of the tests skipped (a skipped part may be what would kill the mutant)
+parts_skipped() { grep -h 'SKIP-PART' "$W/pass.log" | sort -u | sed 's/^ */    in a passing run: /'; }
+
 killed=0; survived=0; broken=0; pending=0; bad=""; weak=0; weaklist=""
 for m in $list; do
 	name=$(basename "$m" .mut)
@@ -123,17 +127,19 @@ for m in $list; do
 		[ "${MUTATE_ALL:-0}" = 1 ] && run="" || run=$tests
 		try=1; passed=0
 		while (cd "$W" && O="$W" TEST_TIMEOUT=$tmo sh tests/run.sh $run) >"$W/test.log" 2>&1; do
-			passed=$try; [ "$try" -ge "$TRIES" ] && break; try=$((try + 1))
+			passed=$try; cp "$W/test.log" "$W/pass.log"
+			[ "$try" -ge "$TRIES" ] && break; try=$((try + 1))
 		done
 		if [ "$passed" -eq "$try" ]; then
 			echo "SURVIVED $name ($(( $(date +%s) - t0 ))s, $try run(s)): $promise"
 			echo "    tests run: ${run:-all}; mutant of $file:"; sed -n '/^@@ mutant/,$p' "$m" | sed 's/^/    /'
+			parts_skipped
 			survived=$((survived + 1)); bad="$bad $name"
 		else
 			by=$(sed -n 's/^FAIL \([^ ]*\).*/ \1/p' "$W/test.log" | tr -d '\n')
 			if [ "$passed" -gt 0 ]; then   # a kill that depends on timing: shown, counted, listed
 				echo "killed $name ($(( $(date +%s) - t0 ))s) by:$by, WEAK: on run $try, the tests passed $passed time(s) with the bug planted"
-				weak=$((weak + 1)); weaklist="$weaklist $name"
+				weak=$((weak + 1)); weaklist="$weaklist $name"; parts_skipped
 			else
 				echo "killed $name ($(( $(date +%s) - t0 ))s) by:$by"
 			fi

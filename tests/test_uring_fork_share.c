@@ -49,8 +49,9 @@ static int rt_begin(int which)
 	if (tu_mode == TU_KERNEL || sh->cpu[1] < 0)
 		return -1;
 	int e = tu_rt_begin(sh->cpu[which]);
-	if (e < 0 && which == 0)
-		tu_part_skip("SCHED_FIFO", "both processes' bursts at one moment", strerror(-e));
+	if (e < 0)
+		tu_part_skip("SCHED_FIFO", which ? "the child's burst at the parent's moment" :
+			     "the parent's burst at the child's moment", strerror(-e));
 	return e;
 }
 
