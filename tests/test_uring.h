@@ -12,10 +12,10 @@
 #define TEST_URING_H
 
 #include <liburing.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>

@@ -134,13 +134,13 @@ static void body(void)
 	 * runs on the way back from the write, the drop-in's peek runs woken multishots. The
 	 * reactor is held off meanwhile (tu_solo_begin), so the peek must do it: a reactor
 	 * quick enough to post the chunk first would hide a peek that does not */
-	int solo = tu_mode != TU_KERNEL ? tu_solo_begin() : 0;
+	int solo = tu_mode == TU_KERNEL ? 1 : tu_solo_begin();   /* 1: no thread to hold off */
 	if (solo < 0)
 		tu_part_skip("SCHED_FIFO", "peek after write with the reactor held off", strerror(-solo));
 	CHECK_EQ(write(sv[1], "de", 2), 2);
 	struct io_uring_cqe *cqe;
 	int peeked = io_uring_peek_cqe(&ring, &cqe);
-	if (tu_mode != TU_KERNEL && solo == 0)
+	if (solo == 0)
 		tu_sched_end();
 	CHECK_EQ(peeked, 0);
 	CHECK_EQ(cqe->res, 2);
