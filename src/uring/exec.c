@@ -774,8 +774,11 @@ static int stabilize_iov(struct ureq *q)
 
 int exec_punt(struct ureq *q)
 {
-	wq_queue(q);
-	return Q_QUEUED;
+	if (wq_queue(q) == 0)
+		return Q_QUEUED;
+	/* no worker thread at all: cancelled, as the kernel's; a transfer that
+	 * had begun reports what it did */
+	return q->done ? (int32_t)q->done : -ECANCELED;
 }
 
 int exec_wait_ready(struct ureq *q, short events)

@@ -335,7 +335,7 @@ struct bgroup *exec_group_locked(struct emu_ring *r, uint16_t bgid, int create);
 enum { CTX_INLINE, CTX_WORKER, CTX_REACTOR };
 
 /* wq.c */
-void wq_queue(struct ureq *q);
+int wq_queue(struct ureq *q);
 void wq_stop(struct emu_ring *r);
 
 /* reactor.c */

@@ -6,8 +6,9 @@
  * exit after WQ_IDLE_SEC without work, so an idle ring has no thread awake.
  *
  * Must never: start more than wq_max threads, run a request that was
- * cancelled while queued (cancellation unlinks it under the ring lock), or
- * touch the ring after dropping its reference.
+ * cancelled while queued (cancellation unlinks it under the ring lock), run
+ * one in the caller's thread (it may block there; with no worker at all it is
+ * cancelled), or touch the ring after dropping its reference.
  */
 #include <errno.h>
 #include <time.h>
@@ -46,11 +47,14 @@ out:
 	return NULL;
 }
 
-/* Queue q for a worker; start one if none is idle and the bound allows. */
-void wq_queue(struct ureq *q)
+/* Queue q for a worker; start one if none is idle and the bound allows.
+ * -ECANCELED, q not queued, when no worker thread can be started and none
+ * exists: the kernel's io-wq cancels the work it cannot give a first worker
+ * (io_acct_cancel_pending_work), rather than block the submitter with it. */
+int wq_queue(struct ureq *q)
 {
 	struct emu_ring *r = q->r;
-	int self = 0;
+	int none = 0;
 	pthread_mutex_lock(&r->lock);
 	q->state = RS_WQ;
 	rq_push(&r->wq_head, &r->wq_tail, q);
@@ -61,15 +65,14 @@ void wq_queue(struct ureq *q)
 		if (emu_thread_start(r, &t, 1, 1, -1, worker) == 0)
 			r->wq_threads++;
 		else
-			self = !r->wq_threads;            /* no thread at all: run it here */
+			none = !r->wq_threads;
 	}
-	if (self) {
+	if (none) {
 		rq_pop(&r->wq_head, &r->wq_tail);     /* q: the only one queued */
 		q->state = RS_RUN;
 	}
 	pthread_mutex_unlock(&r->lock);
-	if (self)
-		exec_run(q, CTX_WORKER);
+	return none ? -ECANCELED : 0;
 }
 
 /* Ring teardown: queued requests are dropped, idle workers leave. Busy ones
