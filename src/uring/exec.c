@@ -31,7 +31,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 #include "uring_int.h"
 
@@ -2242,46 +2241,13 @@ int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *
 	int e = cancel_fd_ok(r, fl, reg->fd);
 	if (e < 0)
 		return e;
-	/* the timeout is relative, {-1, -1} none; a negative one has expired */
-	uint64_t deadline = UINT64_MAX;
-	const struct __kernel_timespec *ts = &reg->timeout;
-	if (ts->tv_sec != -1 || ts->tv_nsec != -1) {
-		int64_t sec = ts->tv_sec, ns = ts->tv_nsec;
-		uint64_t now = now_ns();
-		if (sec < 0 || ns < 0)
-			deadline = now;
-		else if (sec > 4000000000ll || ns > 4000000000000000000ll)
-			deadline = UINT64_MAX - 1;   /* over a century: none in effect */
-		else
-			deadline = now + (uint64_t)sec * 1000000000ull + (uint64_t)ns;
-	}
-	/* A request found running (-EALREADY) is waited for, as the kernel's sync
-	 * cancel does: looked for again until it is gone (then 0: it completed,
-	 * its CQE posted), the deadline passes (-ETIME) or a signal comes (-EINTR).
-	 * The wait naps, 10 us growing to 1 ms: a slow path, kept off the
-	 * completion path. An ALL or ANY counts what it found and does not wait. */
-	unsigned nap_us = 10;
-	for (int waited = 0;; waited = 1) {
-		struct ureq *run = NULL;
-		pthread_mutex_lock(&r->lock);
-		int32_t res = cancel_locked(r, NULL, fl, reg->addr, reg->fd, &run);
-		pthread_mutex_unlock(&r->lock);
-		exec_issue_list(run, CTX_INLINE);
-		/* the kernel's answer: an ALL or ANY's count, as ASYNC_CANCEL's */
-		res = cancel_elsewhere(r, fl, reg->addr, reg->fd, res);
-		if (res != -EALREADY)
-			return waited && res == -ENOENT ? 0 : res;
-		uint64_t now = now_ns();
-		if (now >= deadline)
-			return -ETIME;
-		uint64_t nap = (uint64_t)nap_us * 1000u;
-		if (nap > deadline - now)
-			nap = deadline - now;
-		struct timespec t = { (time_t)(nap / 1000000000u), (long)(nap % 1000000000u) };
-		if (nanosleep(&t, NULL) < 0 && errno == EINTR)
-			return -EINTR;
-		nap_us = nap_us < 1000 ? nap_us * 2 : 1000;
-	}
+	struct ureq *run = NULL;
+	pthread_mutex_lock(&r->lock);
+	int32_t res = cancel_locked(r, NULL, fl, reg->addr, reg->fd, &run);
+	pthread_mutex_unlock(&r->lock);
+	exec_issue_list(run, CTX_INLINE);
+	/* the kernel's answer: an ALL or ANY's count, as ASYNC_CANCEL's */
+	return cancel_elsewhere(r, fl, reg->addr, reg->fd, res);
 }
 
 /* ---- dispatch ---- */
