@@ -2,20 +2,28 @@
  * be started (pthread_create fails: this program's own pthread_create, which the drop-in's
  * call reaches first, answers EAGAIN while told to), ends -ECANCELED, a soft link after it
  * too, as the kernel's io-wq cancels the work it cannot give a first worker; it neither hangs
- * nor runs in the submitting thread. With a worker already there (idle), the same request
- * runs. A READ whose first page was cached and whose rest needed a worker reports the bytes
- * it read. The kernel's ring (its own threads) runs them all. */
+ * nor runs in the submitting thread. An EAGAIN that passes (3 refusals) is tried through, as
+ * the kernel retries it. With a worker already there (idle), the same request runs. A READ
+ * whose first page was cached and whose rest needed a worker reports the bytes it read. The
+ * kernel's ring (its own threads) runs them all. */
 #include "test_uring.h"
 #include "parts.h"
 #include <fcntl.h>
 #include <sys/mman.h>
 
-static int refuse_threads;
+static int refuse_threads;     /* refuse every thread */
+static int refuse_next;        /* refuse the next ones, this many */
 
 int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
 	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	if (__atomic_load_n(&refuse_threads, __ATOMIC_RELAXED))
+		return EAGAIN;
+	int n = __atomic_load_n(&refuse_next, __ATOMIC_RELAXED);
+	while (n > 0 && !__atomic_compare_exchange_n(&refuse_next, &n, n - 1, 0, __ATOMIC_RELAXED,
+						     __ATOMIC_RELAXED))
+		;
+	if (n > 0)
 		return EAGAIN;
 	if (!real)
 		*(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
@@ -106,10 +114,15 @@ static void body(void)
 	else if (got == LEN)
 		FAIL("a short read's rest with no worker: each of 10 rounds read it all inline");
 
-	/* Threads again: it runs (a worker starts and stays idle for a while). */
+	/* A passing refusal (EAGAIN three times, then threads again) is tried through: it runs
+	 * (a worker starts and stays idle for a while). */
+	__atomic_store_n(&refuse_next, 3, __ATOMIC_RELAXED);
 	fsync_link(&ring, fd, c);
 	CHECK_EQ(c[0].res, 0);
 	CHECK_EQ(c[1].res, 0);
+	if (tu_mode != TU_KERNEL)
+		CHECK_EQ(__atomic_load_n(&refuse_next, __ATOMIC_RELAXED), 0);   /* all three were tried */
+	__atomic_store_n(&refuse_next, 0, __ATOMIC_RELAXED);
 
 	/* That idle worker takes the next one though no thread can start. */
 	__atomic_store_n(&refuse_threads, 1, __ATOMIC_RELAXED);

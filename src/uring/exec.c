@@ -2028,32 +2028,11 @@ static void release_deferred_locked(struct emu_ring *r, struct ureq **run);
 int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct ureq **run)
 {
 	switch (q->state) {
-	case RS_WQ: {
-		struct ureq **pp = &r->wq_head, *prev = NULL;
-		while (*pp && *pp != q) {
-			prev = *pp;
-			pp = &(*pp)->qnext;
-		}
-		if (*pp) {
-			*pp = q->qnext;
-			if (r->wq_tail == q)
-				r->wq_tail = prev;
-		}
-		q->qnext = NULL;
+	case RS_WQ:
+		rq_del(&r->wq_head, &r->wq_tail, q);
 		break;
-	}
 	case RS_DEFER: {
-		struct ureq **pp = &r->defer_head, *prev = NULL;
-		while (*pp && *pp != q) {
-			prev = *pp;
-			pp = &(*pp)->qnext;
-		}
-		if (*pp) {
-			__atomic_store_n(pp, q->qnext, __ATOMIC_RELAXED);   /* may be defer_head */
-			if (r->defer_tail == q)
-				r->defer_tail = prev;
-		}
-		q->qnext = NULL;
+		rq_del(&r->defer_head, &r->defer_tail, q);
 		r->inflight += q->chain_n;    /* completion counts them out again */
 		/* Its chain never started: all of it is cancelled, hard links too (what is
 		 * linked after it must not start ahead of the drain it waited behind). */

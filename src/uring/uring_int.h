@@ -154,6 +154,22 @@ static inline struct ureq *rq_pop(struct ureq **head, struct ureq **tail)
 	return q;
 }
 
+/* Unlink q from the queue if it is there (the head stored atomically, as rq_pop). */
+static inline void rq_del(struct ureq **head, struct ureq **tail, struct ureq *q)
+{
+	struct ureq **pp = head, *prev = NULL;
+	while (*pp && *pp != q) {
+		prev = *pp;
+		pp = &(*pp)->qnext;
+	}
+	if (*pp) {
+		__atomic_store_n(pp, q->qnext, __ATOMIC_RELAXED);
+		if (*tail == q)
+			*tail = prev;
+	}
+	q->qnext = NULL;
+}
+
 /* The one-shot waiters of one fd number: one entry of the reactor's epoll set
  * (level-triggered, EPOLLONESHOT), registered by that number with the union of
  * their events, its cookie the number and gen (an entry the number no longer

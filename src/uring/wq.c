@@ -15,6 +15,7 @@
 #include "uring_int.h"
 
 #define WQ_IDLE_SEC 5
+#define WQ_START_TRIES 4
 
 static void *worker(void *arg)
 {
@@ -62,13 +63,18 @@ int wq_queue(struct ureq *q)
 		pthread_cond_signal(&r->wq_cond);
 	} else if (r->wq_threads < emu_wq_max_locked(r)) {
 		pthread_t t;
-		if (emu_thread_start(r, &t, 1, 1, -1, worker) == 0)
+		int e, tries = 0;
+		/* EAGAIN (a thread limit): tried again, WQ_START_TRIES in all; the
+		 * kernel retries it too, in the background */
+		while ((e = emu_thread_start(r, &t, 1, 1, -1, worker)) == EAGAIN && ++tries < WQ_START_TRIES)
+			;
+		if (e == 0)
 			r->wq_threads++;
 		else
 			none = !r->wq_threads;
 	}
 	if (none) {
-		rq_pop(&r->wq_head, &r->wq_tail);     /* q: the only one queued */
+		rq_del(&r->wq_head, &r->wq_tail, q);
 		q->state = RS_RUN;
 	}
 	pthread_mutex_unlock(&r->lock);
