@@ -4,12 +4,34 @@
  * rings' reactors wake for the one connection; before a listener was marked busy from its poll
  * to its accept4, both saw it waiting, the loser blocked in accept4 for good (its cancel never
  * completed, and io_uring_queue_exit hung joining that reactor: liburing's accept test timed
- * out in CI under ASan this way). First, a cancel submitted before an ACCEPT in one submit
- * finds nothing and leaves it waiting. */
+ * out in CI under ASan this way). The drop-in's readiness check of the listener is slowed
+ * (this program's poll) so that both reactors meet in that window every round. First, a cancel
+ * submitted before an ACCEPT in one submit finds nothing and leaves it waiting. */
 #include "test_uring.h"
+#include <poll.h>
 #include <time.h>
 
 #define ROUNDS 40
+
+/* The listener whose readiness checks are slowed (-1: none). */
+static int slow_fd = -1;
+
+/* This program's own poll, which the drop-in's reaches first: a zero-timeout check that finds
+ * the raced listener readable returns 2 ms late, so that the other ring's reactor, woken by the
+ * same connection, gets to its own check before this one's accept4. Without that window a fast
+ * machine never has the race (the busy mark's mutant survived CI there); the kernel's ring
+ * does not call it. */
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	static int (*real)(struct pollfd *, nfds_t, int);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "poll");
+	int r = real(fds, n, timeout);
+	if (r > 0 && n == 1 && timeout == 0 && (fds[0].revents & POLLIN) &&
+	    fds[0].fd == __atomic_load_n(&slow_fd, __ATOMIC_RELAXED))
+		usleep(2000);
+	return r;
+}
 
 /* The next CQE of either ring within 5 s: *which gets 0 (a) or 1 (b). */
 static struct io_uring_cqe next_either(struct io_uring *a, struct io_uring *b, int *which)
@@ -75,6 +97,7 @@ static void body(void)
 	struct sockaddr_in addr;
 	int l = tu_listener(0, &addr);
 	cancel_before(&ra, l, &addr);
+	__atomic_store_n(&slow_fd, l, __ATOMIC_RELAXED);
 	for (int round = 0; round < ROUNDS; round++) {
 		struct io_uring *rings[2] = { &ra, &rb };
 		for (int i = 0; i < 2; i++) {
@@ -104,6 +127,7 @@ static void body(void)
 		}
 		close(c);
 	}
+	__atomic_store_n(&slow_fd, -1, __ATOMIC_RELAXED);
 	tu_none(&ra);                             /* nothing more came */
 	tu_none(&rb);
 	close(l);
