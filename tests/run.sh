@@ -8,7 +8,8 @@
 # parts) and exits non-zero if any test failed.
 #
 #   sh tests/run.sh [NAME...]      (NAME: test_foo, to run a subset)
-# Environment: O (build directory, default .), TEST_TIMEOUT (seconds, 300),
+# Environment: O (build directory, default .), TEST_TIMEOUT (seconds, 300; a
+# test whose source says "Time limit: N s" gets N when that is more),
 # TEST_WRAP (a command to run each test under, e.g. "valgrind -q --error-exitcode=1"),
 # TEST_UR_SERVER (the server the library starts, e.g. scripts/valgrind-server.sh),
 # TEST_PARTS_LOG (a file that gets "test: PART: ..." and "test: SKIP-PART: ..."
@@ -88,7 +89,9 @@ for t in $list; do
 		export VG_LOGDIR="$VG_BASE/$name"
 		mkdir -p "$VG_LOGDIR"
 	fi
-	(cd "$dir" && export URTEST_RUN="$dir" && timeout -k 10 "$TIMEOUT" $TEST_WRAP "$t") > "$dir.log" 2>&1
+	limit=$(sed -n 's/.*Time limit: \([0-9][0-9]*\) s.*/\1/p' "$TOP/tests/$name.c" 2>/dev/null | head -n 1)
+	[ -n "$limit" ] && [ "$limit" -gt "$TIMEOUT" ] || limit=$TIMEOUT
+	(cd "$dir" && export URTEST_RUN="$dir" && timeout -k 10 "$limit" $TEST_WRAP "$t") > "$dir.log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
 	left=$(reap "$dir")

@@ -8,6 +8,9 @@
  * unlisted is reported (NEW:) so the list can grow. Skips, with the reason,
  * when the source package cannot be fetched or built here. In a sanitizer
  * build (make SANITIZE=1) the drop-in is ASan's and only setup c runs.
+ * Time limit: 900 s (tests/run.sh). The first run fetches and builds liburing's
+ * tests (about 35 s), then runs 143 programs in each setup: 270 s on a 2-CPU
+ * machine whose system calls are slow (a PVM guest), past run.sh's 300 s.
  */
 #include <stdio.h>
 #include <string.h>
