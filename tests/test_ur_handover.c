@@ -106,15 +106,6 @@ static void rule(void)
 	}
 }
 
-static void pin(int cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) < 0)
-		FAIL("pin to CPU %d: %s", cpu, strerror(errno));
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -155,7 +146,7 @@ static unsigned reap(struct urfs_ring *r, unsigned min)
 /* The busy client: BUSY_QD NOPs in flight for a second. */
 static void busy_client(int cpu, int ready_w)
 {
-	pin(cpu);
+	PIN_CPU(cpu);
 	struct urfs_ring r;
 	ring_open(&r);
 	if (write(ready_w, "r", 1) != 1)
@@ -185,14 +176,14 @@ static unsigned long long phase(const int cpus[2], int same)
 	int fd = open(STATS, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
 	if (fd < 0 || saved < 0 || dup2(fd, 2) < 0)
 		FAIL("redirect stderr: %s", strerror(errno));
-	pin(same ? cpus[0] : cpus[1]);       /* the server inherits this */
+	PIN_CPU(same ? cpus[0] : cpus[1]);       /* the server inherits this */
 	struct urfs_ring me;
 	ring_open(&me);
 	dup2(saved, 2);
 	close(saved);
 	close(fd);
 	if (!same)
-		pin(cpus[0]);                    /* the client elsewhere */
+		PIN_CPU(cpus[0]);                    /* the client elsewhere */
 	pid_t pid = -1;
 	if (same) {
 		int rp[2];
@@ -241,16 +232,10 @@ int main(void)
 	alarm(120);
 	rule();
 
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) < 0)
-		FAIL("sched_getaffinity: %s", strerror(errno));
-	int cpus[2], n = 0;
-	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
-		if (CPU_ISSET(c, &set))
-			cpus[n++] = c;
+	int cpus[2], two = tu_two_cpus(cpus);
 	const char *srv = getenv("UR_SERVER");
-	if (n < 2 || !srv) {
-		printf("SKIP: the real servers need %s\n", n < 2 ? "two CPUs" : "UR_SERVER (run under tests/run.sh)");
+	if (!two || !srv) {
+		printf("SKIP: the real servers need %s\n", !two ? "two CPUs" : "UR_SERVER (run under tests/run.sh)");
 		return 77;
 	}
 	FILE *w = fopen("stats-server.sh", "w");

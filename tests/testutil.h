@@ -1,7 +1,7 @@
 /* testutil.h: the assertion macros and small SimpleFS helpers shared by the test programs
  * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count, crc32c,
  * the seeded pseudo-random generators, a whole file as a string, how often a string occurs in
- * another, running a script of the project as a test).
+ * another, running a script of the project as a test, the first two CPUs and pinning to one).
  * Header only (static inline), included as "testutil.h" by tests/test_*.c.
  * It must never hide a failure: every helper exits 1 with the caller's file:line on error. */
 #ifndef TESTUTIL_H
@@ -12,6 +12,7 @@
 #include "parts.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,32 @@ static inline int tu_run_script(const char *script, const char *const *args)
 	execvp("bash", (char *const *)argv);
 	fprintf(stderr, "FAIL: bash %s: %s\n", path[0], strerror(errno));
 	return 1;
+}
+
+/* The first two CPUs this process may run on: 1 with cpus[] set, 0 when it has one only. */
+static inline int tu_two_cpus(int cpus[2])
+{
+	cpu_set_t set;
+	int n = 0;
+	if (sched_getaffinity(0, sizeof(set), &set) < 0) {
+		fprintf(stderr, "FAIL: sched_getaffinity: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &set))
+			cpus[n++] = c;
+	return n == 2;
+}
+
+/* Pin the calling thread to one CPU (what it forks or starts inherits it). */
+#define PIN_CPU(cpu) tu_pin_cpu((cpu), __FILE__, __LINE__)
+static inline void tu_pin_cpu(int cpu, const char *file, int line)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		TU_FAIL_AT(file, line, "pin to CPU %d: %s", cpu, strerror(errno));
 }
 
 #endif

@@ -40,6 +40,7 @@
 #define YIELD_AFTER_NS 5000u
 #define MIN_SPIN_NS 2000u
 #define YIELD_EVERY_NS 20000u
+#define WAIT_BEHIND_X 4u      /* spin up to 4x wait_spin while the server is behind */
 #define DEFAULT_STAGING (4u << 20)
 #define DEFAULT_BUFAREA (4u << 20)
 #define READY_TIMEOUT_MS 60000
@@ -954,6 +955,15 @@ static int check_live(struct urfs_ring *ring, short revents)
 
 static int wait_ready_spin_sleep(struct urfs_ring *ring, unsigned nr, uint64_t deadline);
 
+/* The server is awake and has not yet taken this ring's SQEs: it is busy on
+ * other rings (one turn each, round-robin) and comes here next, so the wait
+ * is the server's CPU time, not a disk's. */
+static int server_behind(struct urfs_ring *ring)
+{
+	return ur_load_acquire(ring->sq.ktail) != ur_load_acquire(ring->sq.khead) &&
+	       !(ur_load_relaxed(ring->sq.kflags) & UR_SQ_NEED_WAKEUP);
+}
+
 /* Wait until nr CQEs are ready; deadline 0: none. 0, -ETIME or -EPIPE.
  * The CQ's owner_cpu hint says where the client spins only while it does. */
 static int wait_ready(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
@@ -990,7 +1000,10 @@ static int wait_ready_spin_sleep(struct urfs_ring *ring, unsigned nr, uint64_t d
 			uint64_t t = now_ns();
 			if (P->held && urfs_submit(ring) < 0)
 				return -EPIPE;
-			if (t >= spin_end || (deadline && t >= deadline))
+			if (deadline && t >= deadline)
+				break;
+			if (t >= spin_end && !(t - t0 < P->wait_spin_ns * WAIT_BEHIND_X &&
+					       server_behind(ring)))
 				break;
 			/* The server runs on this very CPU: spinning only delays it. */
 			if (ur_load_relaxed(ring->sq.kcpu) == mycpu) {

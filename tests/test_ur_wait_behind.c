@@ -1,0 +1,303 @@
+/* Description: the client's wait while the server is behind (src/lib/ring.c
+ * wait_ready_spin_sleep, docs/ABI.md "Wakeups"). A client whose SQEs the
+ * server has not taken yet, while the server is awake (busy on other rings,
+ * round-robin), keeps spinning past its wait_spin_us, up to 4x it: the wait
+ * is the server's CPU time and ends soon, and sleeping would cost a ppoll,
+ * an eventfd write and two context switches per batch. Once the server has
+ * taken the SQEs (a disk read, a waiting lock), the wait is not the server's
+ * and the client sleeps after its ordinary adaptive spin.
+ * The program's own ppoll (the library's call reaches it first) notes when a
+ * waiting thread first goes to sleep. Part 1: the server is stopped (SIGSTOP)
+ * with a NOP of ours in its SQ and resumed 5 ms later: the client sleeps, but
+ * not before 150 us of wall time (wait_spin_us 50; without the rule about
+ * 50 us), and the NOP completes. Part 2, needing two CPUs: a waiting lock
+ * (the SQE taken, the CQE due when a busy neighbour ring unlocks 5 ms later,
+ * the server kept awake by that ring's NOPs on the server's CPU) on a CPU of
+ * its own: the client sleeps within 120 us of its own CPU time (about 50;
+ * with the rule applied to taken SQEs, about 200). Only lower bounds on wall
+ * time and upper bounds on the thread's own CPU time are asserted, which a
+ * loaded machine can only make easier to meet. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "ur_fs.h"
+#include "sfs.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define SPIN_US 50u
+#define IMG "wait_behind.sfs"
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The waiting thread's first ppoll: wall and own CPU time (0: none yet). */
+static __thread int armed;
+static __thread uint64_t sleep_wall, sleep_cpu;
+
+static void note_sleep(void)
+{
+	if (armed && !sleep_wall) {
+		sleep_wall = clock_ns(CLOCK_MONOTONIC);
+		sleep_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	}
+}
+
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	static int (*real)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	if (!real)
+		real = (int (*)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *))
+			dlsym(RTLD_NEXT, "ppoll");
+	note_sleep();
+	return real(fds, n, ts, mask);
+}
+
+/* The fortified entry a library built with _FORTIFY_SOURCE calls instead. */
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+		size_t fdslen)
+{
+	static int (*real)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t);
+	if (!real)
+		real = (int (*)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *,
+				size_t))dlsym(RTLD_NEXT, "__ppoll_chk");
+	note_sleep();
+	return real(fds, n, ts, mask, fdslen);
+}
+
+/* Wait for the one CQE due (res 0), noting the first sleep on the way; a
+ * wait of 5 ms must have slept: the spin is bounded. */
+static void wait_noted(struct urfs_ring *r)
+{
+	struct urfs_cqe *cqe;
+	sleep_wall = sleep_cpu = 0;
+	armed = 1;
+	int e = urfs_wait_cqe(r, &cqe);
+	armed = 0;
+	if (e < 0)
+		FAIL("wait: %s", strerror(-e));
+	CHECK_EQ(cqe->res, 0);
+	urfs_cqe_seen(r, cqe);
+	if (!sleep_wall)
+		FAIL("the client never slept in a 5 ms wait: its spin is not bounded");
+}
+
+static void nop_round_trip(struct urfs_ring *r)
+{
+	struct urfs_cqe *cqe;
+	struct urfs_sqe *sqe = urfs_get_sqe(r);
+	if (!sqe)
+		FAIL("no SQE");
+	urfs_prep_nop(sqe);
+	if (urfs_submit(r) != 1)
+		FAIL("submit");
+	int e = urfs_wait_cqe(r, &cqe);
+	if (e < 0)
+		FAIL("wait: %s", strerror(-e));
+	CHECK_EQ(cqe->res, 0);
+	urfs_cqe_seen(r, cqe);
+}
+
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return '?';
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+struct later {
+	pid_t pid;
+	int sig;
+	uint64_t after_ns;
+};
+
+static void *signal_later(void *arg)
+{
+	struct later *l = arg;
+	struct timespec ts = { (time_t)(l->after_ns / 1000000000ull),
+			       (long)(l->after_ns % 1000000000ull) };
+	nanosleep(&ts, NULL);
+	kill(l->pid, l->sig);
+	return NULL;
+}
+
+/* Part 1: the server stopped with our NOP in its SQ. */
+static void stopped_server(void)
+{
+	struct urfs_ring r;
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = URFS_SETUP_NOIMAGE;
+	p.wait_spin_us = SPIN_US;
+	int e = urfs_queue_init_params(8, &r, &p);
+	if (e < 0)
+		FAIL("ring: %s (%s)", strerror(-e), p.errmsg);
+	for (int i = 0; i < 3; i++) {
+		for (int k = 0; k < 200; k++)
+			nop_round_trip(&r);
+		kill(p.server_pid, SIGSTOP);
+		for (int k = 0; k < 5000 && proc_state(p.server_pid) != 't' &&
+				proc_state(p.server_pid) != 'T'; k++)
+			usleep(200);
+		if (proc_state(p.server_pid) != 'T' && proc_state(p.server_pid) != 't')
+			FAIL("server %d did not stop (state %c)", p.server_pid, proc_state(p.server_pid));
+		urfs_prep_nop(urfs_get_sqe(&r));
+		if (urfs_submit(&r) != 1)
+			FAIL("submit");
+		struct later l = { p.server_pid, SIGCONT, 5 * MS };
+		pthread_t t;
+		if (pthread_create(&t, NULL, signal_later, &l))
+			FAIL("thread");
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+		wait_noted(&r);
+		pthread_join(t, NULL);
+		uint64_t d = sleep_wall - t0;
+		printf("server stopped with our NOP queued: the client slept after %llu us\n",
+		       (unsigned long long)(d / US));
+		if (d < 150 * US)
+			FAIL("slept after %llu us while the server was behind (at least %u expected)",
+			     (unsigned long long)(d / US), 3 * SPIN_US);
+	}
+	urfs_queue_exit(&r);
+}
+
+static int32_t one(struct urfs_ring *r, struct urfs_sqe *sqe)
+{
+	(void)sqe;
+	struct urfs_cqe *cqe;
+	if (urfs_submit(r) != 1)
+		FAIL("submit");
+	int e = urfs_wait_cqe(r, &cqe);
+	if (e < 0)
+		FAIL("wait: %s", strerror(-e));
+	int32_t res = cqe->res;
+	urfs_cqe_seen(r, cqe);
+	return res;
+}
+
+struct holder {
+	struct urfs_ring *r;
+	int fd, cpu;
+	atomic_int stop;
+};
+
+/* The busy neighbour: NOPs back to back on the server's CPU, the unlock 5 ms in. */
+static void *holder_run(void *arg)
+{
+	struct holder *h = arg;
+	PIN_CPU(h->cpu);
+	uint64_t unlock_at = clock_ns(CLOCK_MONOTONIC) + 5 * MS;
+	int held = 1;
+	while (!atomic_load(&h->stop)) {
+		nop_round_trip(h->r);
+		if (held && clock_ns(CLOCK_MONOTONIC) >= unlock_at) {
+			struct urfs_sqe *sqe = urfs_get_sqe(h->r);
+			urfs_prep_unlock(sqe, h->fd, 0, 0);
+			if (one(h->r, sqe) != 0)
+				FAIL("unlock");
+			held = 0;
+		}
+	}
+	return NULL;
+}
+
+/* Part 2: a taken SQE (a waiting lock) while the server is awake and busy. */
+static void taken_sqe(void)
+{
+	int cpus[2];
+	if (!tu_two_cpus(cpus)) {
+		tu_part_skip("two CPUs", "a taken SQE sleeps after the ordinary spin",
+			     "this process may run on one CPU only");
+		return;
+	}
+	tu_part_ran("two CPUs", "a taken SQE sleeps after the ordinary spin");
+	int e = sfs_format(IMG, 16ull << 20, 0);
+	if (e < 0)
+		FAIL("format: %s", strerror(-e));
+	PIN_CPU(cpus[0]);                      /* the server inherits this */
+	struct urfs_ring a, b;
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	if ((e = urfs_queue_init_params(8, &a, &p)) < 0)
+		FAIL("ring a: %s (%s)", strerror(-e), p.errmsg);
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	p.wait_spin_us = SPIN_US;
+	if ((e = urfs_queue_init_params(8, &b, &p)) < 0)
+		FAIL("ring b: %s (%s)", strerror(-e), p.errmsg);
+	CHECK_EQ(a.server_pid, b.server_pid);
+	struct urfs_sqe *sqe = urfs_get_sqe(&a);
+	urfs_prep_openat(sqe, "f", URFS_O_CREAT);
+	int fa = one(&a, sqe);
+	sqe = urfs_get_sqe(&b);
+	urfs_prep_openat(sqe, "f", 0);
+	int fb = one(&b, sqe);
+	if (fa < 0 || fb < 0)
+		FAIL("open: %d %d", fa, fb);
+	for (int i = 0; i < 3; i++) {
+		sqe = urfs_get_sqe(&a);
+		urfs_prep_lock(sqe, fa, 0, 0, 0);
+		CHECK_EQ(one(&a, sqe), 0);
+		PIN_CPU(cpus[1]);
+		struct holder h = { &a, fa, cpus[0], 0 };
+		pthread_t t;
+		if (pthread_create(&t, NULL, holder_run, &h))
+			FAIL("thread");
+		for (int k = 0; k < 200; k++)
+			nop_round_trip(&b);     /* the server busy beside: spins grown */
+		sqe = urfs_get_sqe(&b);
+		urfs_prep_lock(sqe, fb, 0, 0, URFS_LOCK_WAIT);
+		if (urfs_submit(&b) != 1)
+			FAIL("submit");
+		uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		wait_noted(&b);
+		atomic_store(&h.stop, 1);
+		pthread_join(t, NULL);
+		uint64_t d = sleep_cpu - c0;
+		printf("a waiting lock, the server busy: the client slept after %llu us of its CPU\n",
+		       (unsigned long long)(d / US));
+		if (d >= 120 * US)
+			FAIL("spun %llu us of CPU on a request the server had taken",
+			     (unsigned long long)(d / US));
+		sqe = urfs_get_sqe(&b);
+		urfs_prep_unlock(sqe, fb, 0, 0);
+		CHECK_EQ(one(&b, sqe), 0);
+		PIN_CPU(cpus[0]);
+	}
+	urfs_queue_exit(&b);
+	urfs_queue_exit(&a);
+	FSCK_CLEAN(IMG);
+	unlink(IMG);
+}
+
+int main(void)
+{
+	alarm(120);
+	setvbuf(stdout, NULL, _IONBF, 0);
+	stopped_server();
+	taken_sqe();
+	printf("ok\n");
+	return 0;
+}
