@@ -3,20 +3,27 @@
  * server has not taken yet, while the server is awake (busy on other rings,
  * round-robin), keeps spinning past its wait_spin_us, up to 4x it: the wait
  * is the server's CPU time and ends soon, and sleeping would cost a ppoll,
- * an eventfd write and two context switches per batch. Once the server has
- * taken the SQEs (a disk read, a waiting lock), the wait is not the server's
- * and the client sleeps after its ordinary adaptive spin.
+ * an eventfd write and two context switches per batch. Not when its submit
+ * rang the doorbell of a sleeping server (the wake-up is the scheduler's
+ * time), and not once the server has taken the SQEs (a disk read, a waiting
+ * lock): then the client sleeps after its ordinary adaptive spin.
  * The program's own ppoll (the library's call reaches it first) notes when a
- * waiting thread first goes to sleep. Part 1: the server is stopped (SIGSTOP)
- * with a NOP of ours in its SQ and resumed 5 ms later: the client sleeps, but
- * not before 150 us of wall time (wait_spin_us 50; without the rule about
- * 50 us), and the NOP completes. Part 2, needing two CPUs: a waiting lock
- * (the SQE taken, the CQE due when a busy neighbour ring unlocks 5 ms later,
- * the server kept awake by that ring's NOPs on the server's CPU) on a CPU of
- * its own: the client sleeps within 120 us of its own CPU time (about 50;
- * with the rule applied to taken SQEs, about 200). Only lower bounds on wall
- * time and upper bounds on the thread's own CPU time are asserted, which a
- * loaded machine can only make easier to meet. */
+ * waiting thread first goes to sleep.
+ * Part 1: the server is stopped (SIGSTOP) with a NOP of ours in its SQ and
+ * resumed 5 ms later. Stopped awake (a busy neighbour ring keeps it from
+ * sleeping): the client sleeps, but not before 150 us
+ * of wall time (wait_spin_us 50; without the rule about 50 us). Stopped asleep
+ * (the submit rings it): the client sleeps within 120 us of its own CPU time.
+ * Both ways the NOP completes. Part 2, needing two CPUs: a waiting lock (the
+ * SQE taken, the CQE due when a busy neighbour ring unlocks 5 ms later, the
+ * server kept awake by that ring's NOPs on the server's CPU) on a CPU of its
+ * own: the client sleeps within 120 us of its own CPU time (about 50; with
+ * the rule applied to taken SQEs, about 200). Part 3, needing two CPUs and
+ * O_DIRECT: reads from an O_DIRECT image whose server's io_submit takes 2 ms
+ * (tests/lib/slowaio.c preloaded): the server gives the SQ slots back before
+ * it submits, so the client sleeps within 120 us of its CPU time.
+ * Only lower bounds on wall time and upper bounds on the thread's own CPU
+ * time are asserted, which a loaded machine can only make easier to meet. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -27,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -79,9 +87,9 @@ int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const s
 	return real(fds, n, ts, mask, fdslen);
 }
 
-/* Wait for the one CQE due (res 0), noting the first sleep on the way; a
- * wait of 5 ms must have slept: the spin is bounded. */
-static void wait_noted(struct urfs_ring *r)
+/* Wait for the one CQE due, noting the first sleep on the way; its res. A
+ * wait of 2 ms or more must have slept: the spin is bounded. */
+static int32_t wait_noted(struct urfs_ring *r)
 {
 	struct urfs_cqe *cqe;
 	sleep_wall = sleep_cpu = 0;
@@ -90,10 +98,11 @@ static void wait_noted(struct urfs_ring *r)
 	armed = 0;
 	if (e < 0)
 		FAIL("wait: %s", strerror(-e));
-	CHECK_EQ(cqe->res, 0);
+	int32_t res = cqe->res;
 	urfs_cqe_seen(r, cqe);
 	if (!sleep_wall)
-		FAIL("the client never slept in a 5 ms wait: its spin is not bounded");
+		FAIL("the client never slept in a wait of milliseconds: its spin is not bounded");
+	return res;
 }
 
 static void nop_round_trip(struct urfs_ring *r)
@@ -126,6 +135,12 @@ static char proc_state(pid_t pid)
 	return p && p[1] == ' ' ? p[2] : '?';
 }
 
+/* The server sleeps (or is about to): a submit now rings its doorbell. */
+static int server_asleep(struct urfs_ring *r)
+{
+	return (__atomic_load_n(r->sq.kflags, __ATOMIC_ACQUIRE) & UR_SQ_NEED_WAKEUP) != 0;
+}
+
 struct later {
 	pid_t pid;
 	int sig;
@@ -140,46 +155,6 @@ static void *signal_later(void *arg)
 	nanosleep(&ts, NULL);
 	kill(l->pid, l->sig);
 	return NULL;
-}
-
-/* Part 1: the server stopped with our NOP in its SQ. */
-static void stopped_server(void)
-{
-	struct urfs_ring r;
-	struct urfs_params p;
-	memset(&p, 0, sizeof(p));
-	p.flags = URFS_SETUP_NOIMAGE;
-	p.wait_spin_us = SPIN_US;
-	int e = urfs_queue_init_params(8, &r, &p);
-	if (e < 0)
-		FAIL("ring: %s (%s)", strerror(-e), p.errmsg);
-	for (int i = 0; i < 3; i++) {
-		for (int k = 0; k < 200; k++)
-			nop_round_trip(&r);
-		kill(p.server_pid, SIGSTOP);
-		for (int k = 0; k < 5000 && proc_state(p.server_pid) != 't' &&
-				proc_state(p.server_pid) != 'T'; k++)
-			usleep(200);
-		if (proc_state(p.server_pid) != 'T' && proc_state(p.server_pid) != 't')
-			FAIL("server %d did not stop (state %c)", p.server_pid, proc_state(p.server_pid));
-		urfs_prep_nop(urfs_get_sqe(&r));
-		if (urfs_submit(&r) != 1)
-			FAIL("submit");
-		struct later l = { p.server_pid, SIGCONT, 5 * MS };
-		pthread_t t;
-		if (pthread_create(&t, NULL, signal_later, &l))
-			FAIL("thread");
-		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
-		wait_noted(&r);
-		pthread_join(t, NULL);
-		uint64_t d = sleep_wall - t0;
-		printf("server stopped with our NOP queued: the client slept after %llu us\n",
-		       (unsigned long long)(d / US));
-		if (d < 150 * US)
-			FAIL("slept after %llu us while the server was behind (at least %u expected)",
-			     (unsigned long long)(d / US), 3 * SPIN_US);
-	}
-	urfs_queue_exit(&r);
 }
 
 static int32_t one(struct urfs_ring *r, struct urfs_sqe *sqe)
@@ -198,17 +173,20 @@ static int32_t one(struct urfs_ring *r, struct urfs_sqe *sqe)
 
 struct holder {
 	struct urfs_ring *r;
-	int fd, cpu;
+	int fd, cpu;                      /* fd < 0: no lock to release; cpu < 0: not pinned */
 	atomic_int stop;
 };
 
-/* The busy neighbour: NOPs back to back on the server's CPU, the unlock 5 ms in. */
+/* A busy neighbour ring: NOPs back to back until told to stop (on the
+ * server's CPU when cpu >= 0), so that the server never sleeps; with a lock
+ * on fd held, the unlock 5 ms in. */
 static void *holder_run(void *arg)
 {
 	struct holder *h = arg;
-	PIN_CPU(h->cpu);
+	if (h->cpu >= 0)
+		PIN_CPU(h->cpu);
 	uint64_t unlock_at = clock_ns(CLOCK_MONOTONIC) + 5 * MS;
-	int held = 1;
+	int held = h->fd >= 0;
 	while (!atomic_load(&h->stop)) {
 		nop_round_trip(h->r);
 		if (held && clock_ns(CLOCK_MONOTONIC) >= unlock_at) {
@@ -222,11 +200,89 @@ static void *holder_run(void *arg)
 	return NULL;
 }
 
-/* Part 2: a taken SQE (a waiting lock) while the server is awake and busy. */
-static void taken_sqe(void)
+/* Part 1: the server stopped with our NOP in its SQ, three rounds each way:
+ * stopped awake (NEED_WAKEUP clear: our submit rings nothing), the client
+ * spins on past wait_spin_us; stopped asleep (our submit rings its doorbell:
+ * a woken server's wake-up is not a busy server), it sleeps after its
+ * ordinary spin, within 120 us of its own CPU time. */
+static void stopped_server(void)
 {
-	int cpus[2];
-	if (!tu_two_cpus(cpus)) {
+	int e = sfs_format(IMG, 16ull << 20, 0);
+	if (e < 0)
+		FAIL("format: %s", strerror(-e));
+	struct urfs_ring r, c;
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	if ((e = urfs_queue_init_params(8, &c, &p)) < 0)
+		FAIL("ring c: %s (%s)", strerror(-e), p.errmsg);
+	p.wait_spin_us = SPIN_US;
+	if ((e = urfs_queue_init_params(8, &r, &p)) < 0)
+		FAIL("ring: %s (%s)", strerror(-e), p.errmsg);
+	pid_t pid = r.server_pid;
+	CHECK_EQ(c.server_pid, pid);
+	for (int want_asleep = 0; want_asleep < 2; want_asleep++) {
+		int rounds = 0, other = 0;
+		/* Awake: a busy neighbour ring keeps the server from sleeping. */
+		struct holder busy = { &c, -1, -1, 0 };
+		pthread_t bt;
+		if (!want_asleep && pthread_create(&bt, NULL, holder_run, &busy))
+			FAIL("thread");
+		while (rounds < 3) {
+			for (int k = 0; k < 200; k++)
+				nop_round_trip(&r);
+			if (want_asleep)
+				usleep(20000);          /* past any idle spin: asleep */
+			kill(pid, SIGSTOP);
+			for (int k = 0; k < 5000 && proc_state(pid) != 't' && proc_state(pid) != 'T'; k++)
+				usleep(200);
+			if (proc_state(pid) != 'T' && proc_state(pid) != 't')
+				FAIL("server %d did not stop (state %c)", pid, proc_state(pid));
+			if (server_asleep(&r) != want_asleep) {
+				kill(pid, SIGCONT);     /* not the case tested in this round */
+				if (++other > 100)
+					FAIL("the server stopped %s 100 times", want_asleep ? "awake" : "asleep");
+				continue;
+			}
+			rounds++;
+			urfs_prep_nop(urfs_get_sqe(&r));
+			if (urfs_submit(&r) != 1)
+				FAIL("submit");
+			CHECK(!server_asleep(&r));      /* a doorbell rung clears it */
+			struct later l = { pid, SIGCONT, 5 * MS };
+			pthread_t t;
+			if (pthread_create(&t, NULL, signal_later, &l))
+				FAIL("thread");
+			uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+			CHECK_EQ(wait_noted(&r), 0);
+			pthread_join(t, NULL);
+			uint64_t d = sleep_wall - t0, cpu = sleep_cpu - c0;
+			printf("server stopped %s with our NOP queued: the client slept after %llu us "
+			       "(%llu us of its CPU)\n", want_asleep ? "asleep" : "awake",
+			       (unsigned long long)(d / US), (unsigned long long)(cpu / US));
+			if (!want_asleep && d < 150 * US)
+				FAIL("slept after %llu us while the server was behind (at least %u expected)",
+				     (unsigned long long)(d / US), 3 * SPIN_US);
+			if (want_asleep && cpu >= 120 * US)
+				FAIL("spun %llu us of CPU on a server its submit had woken",
+				     (unsigned long long)(cpu / US));
+		}
+		if (!want_asleep) {
+			atomic_store(&busy.stop, 1);
+			pthread_join(bt, NULL);
+		}
+	}
+	urfs_queue_exit(&r);
+	urfs_queue_exit(&c);
+	FSCK_CLEAN(IMG);
+	unlink(IMG);
+}
+
+
+/* Part 2: a taken SQE (a waiting lock) while the server is awake and busy. */
+static void taken_sqe(int two, const int cpus[2])
+{
+	if (!two) {
 		tu_part_skip("two CPUs", "a taken SQE sleeps after the ordinary spin",
 			     "this process may run on one CPU only");
 		return;
@@ -272,7 +328,7 @@ static void taken_sqe(void)
 		if (urfs_submit(&b) != 1)
 			FAIL("submit");
 		uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-		wait_noted(&b);
+		CHECK_EQ(wait_noted(&b), 0);
 		atomic_store(&h.stop, 1);
 		pthread_join(t, NULL);
 		uint64_t d = sleep_cpu - c0;
@@ -292,12 +348,106 @@ static void taken_sqe(void)
 	unlink(IMG);
 }
 
+/* Part 3: O_DIRECT reads whose io_submit takes 2 ms in the server
+ * (tests/lib/slowaio.c preloaded): the server gives the SQ slots back before
+ * it submits, so the client sees its SQE taken and sleeps after its ordinary
+ * spin instead of spinning through the submit. */
+static void slow_submit(int two, const int cpus[2])
+{
+	const char *label = "an O_DIRECT read sleeps through a slow io_submit";
+	char why[256], self[4096], path[4096 + 64];
+	if (!two) {
+		tu_part_skip("two CPUs", label, "this process may run on one CPU only");
+		return;
+	}
+	if (!tu_have_odirect(".", why, sizeof(why))) {
+		tu_part_skip("O_DIRECT", label, why);
+		return;
+	}
+	tu_part_ran("O_DIRECT", label);
+	const char *srv = getenv("UR_SERVER");
+	if (!srv)
+		FAIL("UR_SERVER is not set (run through tests/run.sh)");
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	CHECK(n > 0);
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	FILE *w = fopen("slow-server.sh", "w");
+	CHECK(w);
+	fprintf(w, "#!/bin/sh\nLD_PRELOAD='%s/libslowaio.so' "
+		"ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" "
+		"exec '%s' \"$@\"\n", self, srv);
+	CHECK_EQ(fclose(w), 0);
+	CHECK_EQ(chmod("slow-server.sh", 0700), 0);
+	CHECK(getcwd(path, sizeof(path) - 32));
+	strcat(path, "/slow-server.sh");
+	setenv("UR_SERVER", path, 1);
+	int e = sfs_format(IMG, 16ull << 20, 0);
+	if (e < 0)
+		FAIL("format: %s", strerror(-e));
+	PIN_CPU(cpus[0]);                  /* the server inherits this */
+	struct urfs_ring r;
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	p.flags = URFS_SETUP_DIRECT;
+	p.wait_spin_us = SPIN_US;
+	if ((e = urfs_queue_init_params(8, &r, &p)) < 0)
+		FAIL("ring: %s (%s)", strerror(-e), p.errmsg);
+	setenv("UR_SERVER", srv, 1);
+	PIN_CPU(cpus[1]);
+	static char buf[4096] __attribute__((aligned(4096)));
+	memset(buf, 'x', sizeof(buf));
+	struct urfs_sqe *sqe = urfs_get_sqe(&r);
+	urfs_prep_openat(sqe, "d", URFS_O_CREAT);
+	int fd = one(&r, sqe);
+	CHECK(fd >= 0);
+	sqe = urfs_get_sqe(&r);
+	urfs_prep_write(sqe, fd, buf, sizeof(buf), 0);
+	CHECK_EQ(one(&r, sqe), (int)sizeof(buf));
+	int rounds = 0, asleep = 0;
+	while (rounds < 3) {
+		memset(buf, 0, sizeof(buf));
+		for (int k = 0; k < 50; k++)
+			nop_round_trip(&r);     /* short gaps: the server spins after them */
+		if (server_asleep(&r)) {
+			if (++asleep > 100)
+				FAIL("the server slept right after 50 NOPs back to back, 100 times");
+			continue;
+		}
+		rounds++;
+		sqe = urfs_get_sqe(&r);
+		urfs_prep_read(sqe, fd, buf, sizeof(buf), 0);
+		if (urfs_submit(&r) != 1)
+			FAIL("submit");
+		uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = clock_ns(CLOCK_MONOTONIC);
+		CHECK_EQ(wait_noted(&r), (int)sizeof(buf));
+		uint64_t wall = clock_ns(CLOCK_MONOTONIC) - t0, d = sleep_cpu - c0;
+		CHECK(buf[0] == 'x' && buf[4095] == 'x');
+		printf("an O_DIRECT read, io_submit slowed: %llu us, the client slept after %llu us of its CPU\n",
+		       (unsigned long long)(wall / US), (unsigned long long)(d / US));
+		if (wall < 2 * MS)
+			FAIL("the read took %llu us: it did not go through io_submit", (unsigned long long)(wall / US));
+		if (d >= 120 * US)
+			FAIL("spun %llu us of CPU while the server submitted the read",
+			     (unsigned long long)(d / US));
+	}
+	sqe = urfs_get_sqe(&r);
+	urfs_prep_close(sqe, fd);
+	CHECK_EQ(one(&r, sqe), 0);
+	urfs_queue_exit(&r);
+	FSCK_CLEAN(IMG);
+	unlink(IMG);
+}
+
 int main(void)
 {
 	alarm(120);
 	setvbuf(stdout, NULL, _IONBF, 0);
+	int cpus[2], two = tu_two_cpus(cpus);   /* before any pinning */
 	stopped_server();
-	taken_sqe();
+	taken_sqe(two, cpus);
+	slow_submit(two, cpus);
 	printf("ok\n");
 	return 0;
 }

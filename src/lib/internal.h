@@ -45,6 +45,7 @@ struct urfs__priv {
 	unsigned nbufs;
 	uint64_t data_off, data_size;
 	uint64_t wait_spin_ns, spin_cur;
+	int rang;               /* the SQ doorbell was rung since the last wait: the server slept */
 	int memfd;
 	int spawned;            /* we started the server: it is our child */
 };

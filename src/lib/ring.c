@@ -818,6 +818,7 @@ static void kick(struct urfs_ring *ring)
 {
 	if (ur_fetch_and(ring->sq.kflags, ~UR_SQ_NEED_WAKEUP) & UR_SQ_NEED_WAKEUP) {
 		uint64_t one = 1;
+		ring->priv->rang = 1;
 		if (write(ring->sq_fd, &one, sizeof(one)) < 0) {
 			/* EAGAIN: counter saturated, the server is being woken anyway */
 		}
@@ -955,12 +956,14 @@ static int check_live(struct urfs_ring *ring, short revents)
 
 static int wait_ready_spin_sleep(struct urfs_ring *ring, unsigned nr, uint64_t deadline);
 
-/* The server is awake and has not yet taken this ring's SQEs: it is busy on
- * other rings (one turn each, round-robin) and comes here next, so the wait
- * is the server's CPU time, not a disk's. */
+/* The server has been awake since this ring's SQEs went out (no doorbell
+ * rung: a woken server's wake-up is the scheduler's time) and has not yet
+ * taken them: it is busy on other rings (one turn each, round-robin) and comes
+ * here next, so the wait is the server's CPU time, not a disk's. */
 static int server_behind(struct urfs_ring *ring)
 {
-	return ur_load_acquire(ring->sq.ktail) != ur_load_acquire(ring->sq.khead) &&
+	return !ring->priv->rang &&
+	       ur_load_acquire(ring->sq.ktail) != ur_load_acquire(ring->sq.khead) &&
 	       !(ur_load_relaxed(ring->sq.kflags) & UR_SQ_NEED_WAKEUP);
 }
 
@@ -969,6 +972,7 @@ static int server_behind(struct urfs_ring *ring)
 static int wait_ready(struct urfs_ring *ring, unsigned nr, uint64_t deadline)
 {
 	int r = wait_ready_spin_sleep(ring, nr, deadline);
+	ring->priv->rang = 0;
 	if (ur_load_relaxed(ring->cq.kcpu))
 		ur_store_relaxed(ring->cq.kcpu, 0);
 	return r;

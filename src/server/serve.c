@@ -501,9 +501,12 @@ static uint32_t serve_batch(struct ur_server *s, uint32_t budget)
 		}
 	}
 	s->n_sqe += i;
+	/* The SQEs are copied: their slots go back before io_submit, which may
+	 * take a while, so that a waiting client sees them taken (ABI.md, the
+	 * client's wait while the server is behind). */
+	ur_store_release(&s->sq->head, s->sq_head);
 	if (s->npend && (s->aio_full || ur_aio_flush_due(s, now_ns())))
 		ur_aio_flush(s);
-	ur_store_release(&s->sq->head, s->sq_head);
 	publish_cq(s);
 	return i;
 }
