@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -233,20 +232,14 @@ int main(void)
 	rule();
 
 	int cpus[2], two = tu_two_cpus(cpus);
-	const char *srv = getenv("UR_SERVER");
-	if (!two || !srv) {
-		printf("SKIP: the real servers need %s\n", !two ? "two CPUs" : "UR_SERVER (run under tests/run.sh)");
+	if (!two) {
+		printf("SKIP: the real servers need two CPUs\n");
 		return 77;
 	}
-	FILE *w = fopen("stats-server.sh", "w");
-	CHECK(w);
-	fprintf(w, "#!/bin/sh\nexec '%s' --stats \"$@\"\n", srv);
-	fclose(w);
-	CHECK_EQ(chmod("stats-server.sh", 0700), 0);
-	char path[4096];
-	CHECK(getcwd(path, sizeof(path) - 32));
-	strcat(path, "/stats-server.sh");
-	setenv("UR_SERVER", path, 1);
+	if (!tu_wrap_server("stats-server.sh", "", "--stats ")) {
+		printf("SKIP: the real servers need UR_SERVER (run under tests/run.sh)\n");
+		return 77;
+	}
 	int e = sfs_format(IMG, 16ull << 20, 0);
 	if (e < 0)
 		FAIL("format: %s", strerror(-e));

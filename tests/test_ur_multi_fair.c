@@ -19,28 +19,6 @@
 #define ROUNDS 10
 #define UR_TURN_BUDGET_SEEN 64u   /* the server's UR_TURN_BUDGET (private to it) */
 
-/* Stop the server and wait until it is stopped (kill only asks). */
-static void server_stop(pid_t pid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (kill(pid, SIGSTOP) < 0)
-		FAIL("SIGSTOP %d: %s", (int)pid, strerror(errno));
-	for (int i = 0; i < 100000; i++) {
-		FILE *f = fopen(path, "r");
-		if (!f)
-			FAIL("%s: %s", path, strerror(errno));
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		const char *st = strrchr(buf, ')');   /* "pid (comm) S ..." */
-		if (st && st[1] == ' ' && (st[2] == 'T' || st[2] == 't'))
-			return;
-		usleep(100);
-	}
-	FAIL("the server (pid %d) did not stop", (int)pid);
-}
-
 int main(void)
 {
 	alarm(120);
@@ -85,7 +63,7 @@ int main(void)
 			urfs_prep_read(sqe, fh, (void *)(uintptr_t)(buf + i), 1, 0);
 		}
 		urfs_prep_write(mp_sqe(&light), fl, "L", 1, 0);
-		server_stop(hog.server_pid);
+		STOP_PROCESS(hog.server_pid);
 		if (urfs_submit(&hog) != (int)HOG || urfs_submit(&light) != 1)
 			FAIL("submit");
 		if (kill(hog.server_pid, SIGCONT) < 0)

@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -75,18 +74,6 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 	return real(fds, n, ts, mask);
 }
 
-/* The fortified entry a library built with _FORTIFY_SOURCE calls instead. */
-int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
-		size_t fdslen)
-{
-	static int (*real)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t);
-	if (!real)
-		real = (int (*)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *,
-				size_t))dlsym(RTLD_NEXT, "__ppoll_chk");
-	note_sleep();
-	return real(fds, n, ts, mask, fdslen);
-}
-
 /* Wait for the one CQE due, noting the first sleep on the way; its res. A
  * wait of 2 ms or more must have slept: the spin is bounded. */
 static int32_t wait_noted(struct urfs_ring *r)
@@ -121,20 +108,6 @@ static void nop_round_trip(struct urfs_ring *r)
 	urfs_cqe_seen(r, cqe);
 }
 
-static char proc_state(pid_t pid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return '?';
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 /* The server sleeps (or is about to): a submit now rings its doorbell. */
 static int server_asleep(struct urfs_ring *r)
 {
@@ -157,9 +130,23 @@ static void *signal_later(void *arg)
 	return NULL;
 }
 
-static int32_t one(struct urfs_ring *r, struct urfs_sqe *sqe)
+/* A ring on IMG (its server shared with the other rings on IMG); spin_us:
+ * the client's wait_spin_us (0: the default). */
+static void ring_on(struct urfs_ring *r, unsigned flags, unsigned spin_us)
 {
-	(void)sqe;
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	p.flags = flags;
+	p.wait_spin_us = spin_us;
+	int e = urfs_queue_init_params(8, r, &p);
+	if (e < 0)
+		FAIL("ring: %s (%s)", strerror(-e), p.errmsg);
+}
+
+/* Submit the one SQE prepared and wait for its CQE: its res. */
+static int32_t one(struct urfs_ring *r)
+{
 	struct urfs_cqe *cqe;
 	if (urfs_submit(r) != 1)
 		FAIL("submit");
@@ -192,7 +179,7 @@ static void *holder_run(void *arg)
 		if (held && clock_ns(CLOCK_MONOTONIC) >= unlock_at) {
 			struct urfs_sqe *sqe = urfs_get_sqe(h->r);
 			urfs_prep_unlock(sqe, h->fd, 0, 0);
-			if (one(h->r, sqe) != 0)
+			if (one(h->r) != 0)
 				FAIL("unlock");
 			held = 0;
 		}
@@ -211,14 +198,8 @@ static void stopped_server(void)
 	if (e < 0)
 		FAIL("format: %s", strerror(-e));
 	struct urfs_ring r, c;
-	struct urfs_params p;
-	memset(&p, 0, sizeof(p));
-	p.image = IMG;
-	if ((e = urfs_queue_init_params(8, &c, &p)) < 0)
-		FAIL("ring c: %s (%s)", strerror(-e), p.errmsg);
-	p.wait_spin_us = SPIN_US;
-	if ((e = urfs_queue_init_params(8, &r, &p)) < 0)
-		FAIL("ring: %s (%s)", strerror(-e), p.errmsg);
+	ring_on(&c, 0, 0);
+	ring_on(&r, 0, SPIN_US);
 	pid_t pid = r.server_pid;
 	CHECK_EQ(c.server_pid, pid);
 	for (int want_asleep = 0; want_asleep < 2; want_asleep++) {
@@ -233,11 +214,7 @@ static void stopped_server(void)
 				nop_round_trip(&r);
 			if (want_asleep)
 				usleep(20000);          /* past any idle spin: asleep */
-			kill(pid, SIGSTOP);
-			for (int k = 0; k < 5000 && proc_state(pid) != 't' && proc_state(pid) != 'T'; k++)
-				usleep(200);
-			if (proc_state(pid) != 'T' && proc_state(pid) != 't')
-				FAIL("server %d did not stop (state %c)", pid, proc_state(pid));
+			STOP_PROCESS(pid);
 			if (server_asleep(&r) != want_asleep) {
 				kill(pid, SIGCONT);     /* not the case tested in this round */
 				if (++other > 100)
@@ -293,29 +270,21 @@ static void taken_sqe(int two, const int cpus[2])
 		FAIL("format: %s", strerror(-e));
 	PIN_CPU(cpus[0]);                      /* the server inherits this */
 	struct urfs_ring a, b;
-	struct urfs_params p;
-	memset(&p, 0, sizeof(p));
-	p.image = IMG;
-	if ((e = urfs_queue_init_params(8, &a, &p)) < 0)
-		FAIL("ring a: %s (%s)", strerror(-e), p.errmsg);
-	memset(&p, 0, sizeof(p));
-	p.image = IMG;
-	p.wait_spin_us = SPIN_US;
-	if ((e = urfs_queue_init_params(8, &b, &p)) < 0)
-		FAIL("ring b: %s (%s)", strerror(-e), p.errmsg);
+	ring_on(&a, 0, 0);
+	ring_on(&b, 0, SPIN_US);
 	CHECK_EQ(a.server_pid, b.server_pid);
 	struct urfs_sqe *sqe = urfs_get_sqe(&a);
 	urfs_prep_openat(sqe, "f", URFS_O_CREAT);
-	int fa = one(&a, sqe);
+	int fa = one(&a);
 	sqe = urfs_get_sqe(&b);
 	urfs_prep_openat(sqe, "f", 0);
-	int fb = one(&b, sqe);
+	int fb = one(&b);
 	if (fa < 0 || fb < 0)
 		FAIL("open: %d %d", fa, fb);
 	for (int i = 0; i < 3; i++) {
 		sqe = urfs_get_sqe(&a);
 		urfs_prep_lock(sqe, fa, 0, 0, 0);
-		CHECK_EQ(one(&a, sqe), 0);
+		CHECK_EQ(one(&a), 0);
 		PIN_CPU(cpus[1]);
 		struct holder h = { &a, fa, cpus[0], 0 };
 		pthread_t t;
@@ -339,7 +308,7 @@ static void taken_sqe(int two, const int cpus[2])
 			     (unsigned long long)(d / US));
 		sqe = urfs_get_sqe(&b);
 		urfs_prep_unlock(sqe, fb, 0, 0);
-		CHECK_EQ(one(&b, sqe), 0);
+		CHECK_EQ(one(&b), 0);
 		PIN_CPU(cpus[0]);
 	}
 	urfs_queue_exit(&b);
@@ -355,7 +324,7 @@ static void taken_sqe(int two, const int cpus[2])
 static void slow_submit(int two, const int cpus[2])
 {
 	const char *label = "an O_DIRECT read sleeps through a slow io_submit";
-	char why[256], self[4096], path[4096 + 64];
+	char why[256], self[4096], pre[4096 + 128];
 	if (!two) {
 		tu_part_skip("two CPUs", label, "this process may run on one CPU only");
 		return;
@@ -365,46 +334,32 @@ static void slow_submit(int two, const int cpus[2])
 		return;
 	}
 	tu_part_ran("O_DIRECT", label);
-	const char *srv = getenv("UR_SERVER");
-	if (!srv)
-		FAIL("UR_SERVER is not set (run through tests/run.sh)");
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	CHECK(n > 0);
 	self[n] = 0;
 	*strrchr(self, '/') = 0;
-	FILE *w = fopen("slow-server.sh", "w");
-	CHECK(w);
-	fprintf(w, "#!/bin/sh\nLD_PRELOAD='%s/libslowaio.so' "
-		"ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" "
-		"exec '%s' \"$@\"\n", self, srv);
-	CHECK_EQ(fclose(w), 0);
-	CHECK_EQ(chmod("slow-server.sh", 0700), 0);
-	CHECK(getcwd(path, sizeof(path) - 32));
-	strcat(path, "/slow-server.sh");
-	setenv("UR_SERVER", path, 1);
+	snprintf(pre, sizeof(pre), "LD_PRELOAD='%s/libslowaio.so' "
+		 "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" ", self);
+	const char *srv = tu_wrap_server("slow-server.sh", pre, "");
+	if (!srv)
+		FAIL("UR_SERVER is not set (run through tests/run.sh)");
 	int e = sfs_format(IMG, 16ull << 20, 0);
 	if (e < 0)
 		FAIL("format: %s", strerror(-e));
 	PIN_CPU(cpus[0]);                  /* the server inherits this */
 	struct urfs_ring r;
-	struct urfs_params p;
-	memset(&p, 0, sizeof(p));
-	p.image = IMG;
-	p.flags = URFS_SETUP_DIRECT;
-	p.wait_spin_us = SPIN_US;
-	if ((e = urfs_queue_init_params(8, &r, &p)) < 0)
-		FAIL("ring: %s (%s)", strerror(-e), p.errmsg);
+	ring_on(&r, URFS_SETUP_DIRECT, SPIN_US);
 	setenv("UR_SERVER", srv, 1);
 	PIN_CPU(cpus[1]);
 	static char buf[4096] __attribute__((aligned(4096)));
 	memset(buf, 'x', sizeof(buf));
 	struct urfs_sqe *sqe = urfs_get_sqe(&r);
 	urfs_prep_openat(sqe, "d", URFS_O_CREAT);
-	int fd = one(&r, sqe);
+	int fd = one(&r);
 	CHECK(fd >= 0);
 	sqe = urfs_get_sqe(&r);
 	urfs_prep_write(sqe, fd, buf, sizeof(buf), 0);
-	CHECK_EQ(one(&r, sqe), (int)sizeof(buf));
+	CHECK_EQ(one(&r), (int)sizeof(buf));
 	int rounds = 0, asleep = 0;
 	while (rounds < 3) {
 		memset(buf, 0, sizeof(buf));
@@ -434,7 +389,7 @@ static void slow_submit(int two, const int cpus[2])
 	}
 	sqe = urfs_get_sqe(&r);
 	urfs_prep_close(sqe, fd);
-	CHECK_EQ(one(&r, sqe), 0);
+	CHECK_EQ(one(&r), 0);
 	urfs_queue_exit(&r);
 	FSCK_CLEAN(IMG);
 	unlink(IMG);

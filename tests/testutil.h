@@ -1,7 +1,8 @@
 /* testutil.h: the assertion macros and small SimpleFS helpers shared by the test programs
  * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count, crc32c,
  * the seeded pseudo-random generators, a whole file as a string, how often a string occurs in
- * another, running a script of the project as a test, the first two CPUs and pinning to one).
+ * another, running a script of the project as a test, the first two CPUs and pinning to one,
+ * stopping a process and waiting until it is stopped, a wrapper script for the ring's server).
  * Header only (static inline), included as "testutil.h" by tests/test_*.c.
  * It must never hide a failure: every helper exits 1 with the caller's file:line on error. */
 #ifndef TESTUTIL_H
@@ -13,10 +14,12 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A test may define its own FAIL (e.g. to add a seed) before including this header. */
@@ -214,6 +217,52 @@ static inline void tu_pin_cpu(int cpu, const char *file, int line)
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set) < 0)
 		TU_FAIL_AT(file, line, "pin to CPU %d: %s", cpu, strerror(errno));
+}
+
+/* SIGSTOP pid and wait until /proc shows it stopped (kill only asks). */
+#define STOP_PROCESS(pid) tu_stop_process((pid), __FILE__, __LINE__)
+static inline void tu_stop_process(pid_t pid, const char *file, int line)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (kill(pid, SIGSTOP) < 0)
+		TU_FAIL_AT(file, line, "SIGSTOP %d: %s", (int)pid, strerror(errno));
+	for (int i = 0; i < 100000; i++) {
+		FILE *f = fopen(path, "r");
+		if (!f)
+			TU_FAIL_AT(file, line, "%s: %s", path, strerror(errno));
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		const char *st = strrchr(buf, ')');   /* "pid (comm) S ..." */
+		if (st && st[1] == ' ' && (st[2] == 'T' || st[2] == 't'))
+			return;
+		usleep(100);
+	}
+	TU_FAIL_AT(file, line, "process %d did not stop", (int)pid);
+}
+
+/* Rings opened from now on start their server through the script name (in the
+ * current directory): "#!/bin/sh", then before, "exec SERVER", after, "$@", where
+ * SERVER is $UR_SERVER (tests/run.sh sets it). Returns that server's path, for
+ * setenv("UR_SERVER", it, 1) to undo this; NULL when UR_SERVER is not set. */
+static inline const char *tu_wrap_server(const char *name, const char *before, const char *after)
+{
+	static char path[4096 + 64];
+	const char *srv = getenv("UR_SERVER");
+	if (!srv)
+		return NULL;
+	FILE *w = fopen(name, "w");
+	if (!w || fprintf(w, "#!/bin/sh\n%sexec '%s' %s\"$@\"\n", before, srv, after) < 0 ||
+	    fclose(w) != 0 || chmod(name, 0700) != 0 || !getcwd(path, sizeof(path) - 64)) {
+		fprintf(stderr, "FAIL: server wrapper %s: %s\n", name, strerror(errno));
+		exit(1);
+	}
+	snprintf(path + strlen(path), 64, "/%s", name);
+	static char orig[4096];
+	snprintf(orig, sizeof(orig), "%s", srv);
+	setenv("UR_SERVER", path, 1);
+	return orig;
 }
 
 #endif
