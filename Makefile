@@ -82,9 +82,12 @@ BENCH_LIBS := -luring -laio
 SQLITE_EXT := $(O)/liburfs_sqlite.so
 SQLITE_A   := $(OBJ)/liburfs_sqlite.a
 
-.PHONY: all progs test check clean install fuzz run deps deb deb-deps mutate
+.PHONY: all progs runtime test check clean install fuzz run deps deb deb-deps mutate
 .SECONDARY:
-all: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTS) $(TESTLIBS)
+all: runtime $(TESTS)
+# What any test needs besides its own program: scripts/mutate.sh builds this and the
+# tests a mutant names, not every test (a change to a library relinks all of them).
+runtime: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTLIBS)
 progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH)
 
 $(OBJ)/%.o: %.c

@@ -6,7 +6,17 @@
 # counts) and exits non-zero if any mutant survived or no longer applies.
 #
 #   sh scripts/mutate.sh [NAME...]      (NAME: a mutant's file name without .mut)
+#   sh scripts/mutate.sh --changed      only the mutants that changed since they were all last
+#                                       killed (below); every other mutant is still checked to apply
+# The full set takes most of an hour on a 2-CPU machine. When every mutant of a full or --changed
+# run is killed and the tree is a clean checkout, the run says so and, with MUTATE_RECORD=1, writes
+# the commit into tests/mutants/KILLED-AT (commit that file). --changed then runs a mutant only when
+# its .mut, its file:, or one of its tests (tests/NAME.c, or a file under tests/ or scripts/ that the
+# test names, such as testutil.h or a script it runs, followed through the headers) differs from that
+# commit, committed or not. CI runs --changed under MUTATE_BUDGET.
 # Environment: MUTATE_ALL=1 runs the whole suite per mutant instead of the named tests;
+# MUTATE_BUDGET (seconds, default none): no mutant is started after it is spent, and those left
+# unrun are listed and fail the run (a run that cannot fit must be made in full and recorded);
 # MUTATE_TIMEOUT (seconds per test, default 120); MUTATE_KEEP=1 keeps the scratch tree;
 # MUTATE_TRIES (default 3): a mutant whose tests pass is run again, up to this many runs in all,
 # since some bugs show only when threads meet in a certain order; one that is killed only on a
@@ -41,12 +51,54 @@ TRIES=${MUTATE_TRIES:-3}
 case $TRIES in ''|*[!0-9]*|0) echo "mutate: MUTATE_TRIES must be a number of runs, 1 or more"; exit 1 ;; esac
 start=$(date +%s)
 
+BUDGET=${MUTATE_BUDGET:-0}
+case $BUDGET in ''|*[!0-9]*) echo "mutate: MUTATE_BUDGET must be a number of seconds"; exit 1 ;; esac
+REC=$TOP/tests/mutants/KILLED-AT
+CHANGED=0; complete=1   # complete: the run covers every mutant (full, or --changed), so it may be recorded
+[ "${1:-}" = --changed ] && { CHANGED=1; shift; }
 if [ $# -gt 0 ]; then
-	list=""; for n in "$@"; do list="$list $TOP/tests/mutants/$n.mut"; done
+	list=""; for n in "$@"; do list="$list $TOP/tests/mutants/$n.mut"; done; complete=0
 else
 	list=$(ls "$TOP"/tests/mutants/*.mut 2>/dev/null | sort)
 fi
 [ -n "$list" ] || { echo "mutate: no mutants in tests/mutants"; exit 1; }
+is_git() { git -C "$TOP" rev-parse --verify -q HEAD >/dev/null 2>&1; }
+
+# --changed: the files that differ from the recorded commit (committed, staged, in the work tree,
+# or new), then the files under tests/ and scripts/ that name a changed one, until nothing is added
+touched=""
+if [ "$CHANGED" = 1 ]; then
+	base=$(sed -n '1s/^\([0-9a-f]\{40\}\)$/\1/p' "$REC" 2>/dev/null)
+	{ [ -n "$base" ] && is_git && git -C "$TOP" cat-file -e "$base^{commit}" 2>/dev/null; } || {
+		echo "mutate: --changed needs tests/mutants/KILLED-AT to hold a commit of this history"
+		echo "mutate: (found: '$(head -c 80 "$REC" 2>/dev/null)'): run the full set (sh scripts/mutate.sh)"; exit 1; }
+	touched=$( { git -C "$TOP" diff --name-only "$base" --; git -C "$TOP" ls-files -o --exclude-standard; } |
+		grep -v '^tests/mutants/KILLED-AT$' | sort -u)
+	# what a test is made of beyond its .c: the headers it includes (tests/X.h), the scripts it
+	# runs (scripts/X.sh) and the libraries it preloads (tests/lib/X.c -> libX.so)
+	uses() {
+		case $1 in
+		tests/mutants/*) ;;
+		tests/*.h) b=$(basename "$1"); grep -lE "#include \"([.][.]/)*(tests/)?$b\"" tests/*.h tests/*.c tests/lib/*.c fuzz/*.c ;;
+		scripts/*.sh) grep -lF "$1" tests/*.h tests/*.c scripts/*.sh ;;
+		tests/lib/*.c) grep -lF "lib$(basename "$1" .c).so" tests/*.h tests/*.c scripts/*.sh ;;
+		esac 2>/dev/null
+	}
+	new=$touched
+	while [ -n "$new" ]; do
+		new=$(cd "$TOP" && for f in $new; do uses "$f"; done | sort -u | grep -vxF "$(printf '%s\n' $touched)" || true)
+		touched=$(printf '%s\n' $touched $new | sort -u)
+	done
+	echo "mutate: --changed since $base: $(echo $touched | wc -w) file(s) differ or name one that does"
+fi
+# selected MUTFILE: run it (not --changed, or its .mut, file: or a test of it was touched)
+selected() {
+	[ "$CHANGED" = 1 ] || return 0
+	for f in "tests/mutants/$(basename "$1")" "$(field "$1" file)" $(for t in $(field "$1" tests); do echo "tests/$t.c"; done); do
+		printf '%s\n' $touched | grep -qxF "$f" && return 0
+	done
+	return 1
+}
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/mutate.XXXXXX")
 [ "${MUTATE_KEEP:-0}" = 1 ] || trap 'rm -rf "$W"' EXIT
@@ -93,7 +145,7 @@ PERL
 # the parts a passing run of the tests skipped (a skipped part may be what would kill the mutant)
 parts_skipped() { grep -h 'SKIP-PART' "$W/pass.log" | sort -u | sed 's/^ */    in a passing run: /'; }
 
-killed=0; survived=0; broken=0; pending=0; bad=""; weak=0; weaklist=""
+killed=0; survived=0; broken=0; pending=0; bad=""; weak=0; weaklist=""; checked=0; unrun=""
 for m in $list; do
 	name=$(basename "$m" .mut)
 	if [ ! -f "$m" ]; then echo "BROKEN $name: $m does not exist"; broken=$((broken + 1)); bad="$bad $name"; continue; fi
@@ -119,8 +171,20 @@ for m in $list; do
 		MUT_POS=$pos perl "$W/apply.pl" "$W/$file" "$m" revert >/dev/null
 		echo "PENDING $name: $pend"; pending=$((pending + 1)); continue
 	fi
+	if ! selected "$m"; then   # --changed: unchanged since it was killed; it applies, that is enough
+		MUT_POS=$pos perl "$W/apply.pl" "$W/$file" "$m" revert >/dev/null
+		checked=$((checked + 1)); continue
+	fi
+	if [ "$BUDGET" -gt 0 ] && [ $(( $(date +%s) - start )) -ge "$BUDGET" ]; then
+		MUT_POS=$pos perl "$W/apply.pl" "$W/$file" "$m" revert >/dev/null
+		unrun="$unrun $name"; continue
+	fi
 	t0=$(date +%s)
-	if ! make -C "$W" -s -j2 all >"$W/build.log" 2>&1; then
+	# the programs every test needs and the named tests: not all of them (a library's
+	# change would relink every test)
+	targets=all
+	[ "${MUTATE_ALL:-0}" = 1 ] || targets="runtime $(for t in $tests; do printf 'obj/t/%s ' "$t"; done)"
+	if ! make -C "$W" -s -j2 $targets >"$W/build.log" 2>&1; then
 		echo "BROKEN $name: the mutant does not build"; tail -n 10 "$W/build.log" | sed 's/^/    /'
 		broken=$((broken + 1)); bad="$bad $name"
 	else
@@ -150,5 +214,20 @@ for m in $list; do
 done
 [ -n "$bad" ] && echo "not killed:$bad"
 [ -n "$weaklist" ] && echo "weak kills (the tests passed at least once with the bug planted; harden them):$weaklist"
+if [ -n "$unrun" ]; then
+	echo "not run within MUTATE_BUDGET=${BUDGET}s:$unrun"
+	echo "mutate: too many changed mutants for the budget: run the full set (sh scripts/mutate.sh, most of an hour),"
+	echo "mutate: or --changed without a budget, with MUTATE_RECORD=1 on a clean checkout, and commit tests/mutants/KILLED-AT"
+fi
+[ "$CHANGED" = 1 ] && unrun_n=$(echo $unrun | wc -w) && echo "mutate: --changed: $((killed + survived + broken + unrun_n)) changed mutant(s), $checked unchanged checked to apply"
 echo "mutants: $killed killed ($weak weak), $survived survived, $broken broken, $pending pending ($(( $(date +%s) - start ))s)"
-[ "$survived" -eq 0 ] && [ "$broken" -eq 0 ]
+ok=0; [ "$survived" -eq 0 ] && [ "$broken" -eq 0 ] && [ -z "$unrun" ] && ok=1
+if [ "$ok" = 1 ] && [ "$complete" = 1 ] && [ "${MUTATE_ALL:-0}" != 1 ] && is_git && [ -z "$(git -C "$TOP" status --porcelain)" ]; then
+	head=$(git -C "$TOP" rev-parse HEAD)
+	if [ "${MUTATE_RECORD:-0}" = 1 ]; then
+		echo "$head" > "$REC"; echo "mutate: every mutant is killed at $head: recorded in tests/mutants/KILLED-AT (commit it)"
+	else
+		echo "mutate: every mutant is killed at $head (MUTATE_RECORD=1 writes it into tests/mutants/KILLED-AT)"
+	fi
+fi
+[ "$ok" = 1 ]

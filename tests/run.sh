@@ -4,8 +4,9 @@
 # anything else (fail). A passing test may have parts it could not run (no
 # io_uring, no O_DIRECT here): it prints one line "SKIP-PART: need: part: why"
 # for each (tests/parts.h), and each counts as a skip, shown under the test.
-# Ends with the line "N passed, N failed, N skipped" (skips count tests and
-# parts) and exits non-zero if any test failed.
+# Ends with the five slowest tests ("slowest: test_a 40s, ...") and the line
+# "N passed, N failed, N skipped" (skips count tests and parts), and exits
+# non-zero if any test failed.
 #
 #   sh tests/run.sh [NAME...]      (NAME: test_foo, to run a subset)
 # Environment: O (build directory, default .), TEST_TIMEOUT (seconds, 300; a
@@ -72,7 +73,7 @@ trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
 trap 'cleanup >/dev/null 2>&1; exit 141' PIPE
 
-pass=0; fail=0; skip=0; failed=""
+pass=0; fail=0; skip=0; failed=""; times=""   # times: "SECONDS NAME" of each test run
 if [ $# -gt 0 ]; then
 	list=""; for n in "$@"; do list="$list $BIN/obj/t/$n"; done
 else
@@ -94,6 +95,8 @@ for t in $list; do
 	(cd "$dir" && export URTEST_RUN="$dir" && timeout -k 10 "$limit" $TEST_WRAP "$t") > "$dir.log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
+	times="$times$secs $name
+"
 	left=$(reap "$dir")
 	if [ -n "$VG_SERVER" ]; then   # a server's valgrind errors fail its test
 		for f in "$VG_LOGDIR"/server.*.log; do
@@ -125,5 +128,6 @@ for t in $list; do
 	rm -rf "$dir" "$dir.log"; dir=""
 done
 [ -n "$failed" ] && echo "failed:$failed"
+[ -n "$times" ] && echo "slowest: $(printf '%s' "$times" | sort -rn | head -n 5 | sed 's/^\([0-9]*\) \(.*\)/\2 \1s/' | tr '\n' ',' | sed 's/,$//;s/,/, /g')"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ] && [ $((pass + skip)) -gt 0 ]
