@@ -66,25 +66,26 @@ reap() {
 }
 [ -n "$VG_SERVER" ] && REAP_GRACE=${REAP_GRACE:-30}
 REAP_GRACE=${REAP_GRACE:-5}
-dir=""   # the test running: ended with the run when the run is interrupted
-cleanup() { [ -z "$dir" ] || { reap "$dir"; rm -rf "$dir" "$dir.log"; }; }
+# Tests run TEST_JOBS at a time (default: 2 where there are 2 CPUs or more, else 1).
+# A test whose source has a line " * Serial: why" runs alone (it pins threads to
+# CPUs, measures its own CPU time or needs two threads to meet in a window).
+# Each test's report is printed whole when it ends.
+JOBS=${TEST_JOBS:-$( [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 1)}
+case $JOBS in ''|*[!0-9]*|0) echo "run.sh: TEST_JOBS must be a count of 1 or more"; exit 2 ;; esac
+running=""   # "DIR:PID" of each test running; ended with the run when it is interrupted
+cleanup() {
+	for r in $running; do kill "${r#*:}" 2>/dev/null; done
+	for r in $running; do reap "${r%:*}"; rm -rf "${r%:*}" "${r%:*}".*; done
+}
 trap 'cleanup; exit 129' HUP
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
 trap 'cleanup >/dev/null 2>&1; exit 141' PIPE
 
-pass=0; fail=0; skip=0; failed=""; times=""   # times: "SECONDS NAME" of each test run
-if [ $# -gt 0 ]; then
-	list=""; for n in "$@"; do list="$list $BIN/obj/t/$n"; done
-else
-	list=$(ls "$BIN"/obj/t/test_* 2>/dev/null | sort)
-fi
-for t in $list; do
-	name=$(basename "$t")
-	if [ ! -x "$t" ]; then   # a test asked for by name that is not built is a failure
-		echo "FAIL $name: $t is not built"; fail=$((fail + 1)); failed="$failed $name"; continue
-	fi
-	dir=$(mktemp -d "${TMPDIR:-/tmp}/urtest.$name.XXXXXX")
+# one T NAME DIR: runs test T in DIR; writes its report to DIR.out, then its result to
+# DIR.res ("pass PARTS_SKIPPED", "skip" or "fail") and its seconds to DIR.secs
+one() {
+	t=$1; name=$2; dir=$3
 	start=$(date +%s)
 	if [ -n "$VG_SERVER" ]; then
 		export VG_LOGDIR="$VG_BASE/$name"
@@ -95,8 +96,6 @@ for t in $list; do
 	(cd "$dir" && export URTEST_RUN="$dir" && timeout -k 10 "$limit" $TEST_WRAP "$t") > "$dir.log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
-	times="$times$secs $name
-"
 	left=$(reap "$dir")
 	if [ -n "$VG_SERVER" ]; then   # a server's valgrind errors fail its test
 		for f in "$VG_LOGDIR"/server.*.log; do
@@ -109,24 +108,74 @@ for t in $list; do
 	if [ -n "$TEST_PARTS_LOG" ]; then
 		grep -E '^(SKIP-)?PART: ' "$dir.log" | sed "s/^/$name: /" >> "$TEST_PARTS_LOG"
 	fi
+	{
 	case $rc in
 	0)  parts=$(grep -c '^SKIP-PART: ' "$dir.log")
 	    if [ "$parts" -gt 0 ]; then
 		echo "PASS $name (${secs}s), $parts part(s) skipped:"
 		grep '^SKIP-PART: ' "$dir.log" | sed 's/^/    /'
-		skip=$((skip + parts))
 	    else
 		echo "PASS $name (${secs}s)"
 	    fi
-	    pass=$((pass + 1)) ;;
-	77) echo "SKIP $name: $(tail -n 1 "$dir.log")"; skip=$((skip + 1)) ;;
+	    res="pass $parts" ;;
+	77) echo "SKIP $name: $(tail -n 1 "$dir.log")"; res=skip ;;
 	*)  echo "FAIL $name (exit $rc, ${secs}s)"; sed 's/^/    /' "$dir.log" | tail -n 40
-	    fail=$((fail + 1)); failed="$failed $name" ;;
+	    res=fail ;;
 	esac
 	[ $rc -eq 0 ] && grep '^SUMMARY: ' "$dir.log" | sed 's/^/    /'   # what a passing test counted
 	[ -n "$left" ] && echo "$left"
-	rm -rf "$dir" "$dir.log"; dir=""
+	} > "$dir.out"
+	echo "$secs" > "$dir.secs"
+	echo "$res" > "$dir.res"
+}
+
+# collect DIR: prints an ended test's report and counts its result
+collect() {
+	d=$1; n=$(basename "$d" | sed 's/^urtest\.\(.*\)\.[^.]*$/\1/')
+	cat "$d.out"
+	read -r res parts < "$d.res"
+	case $res in
+	pass) pass=$((pass + 1)); skip=$((skip + parts)) ;;
+	skip) skip=$((skip + 1)) ;;
+	*)    fail=$((fail + 1)); failed="$failed $n" ;;
+	esac
+	times="$times$(cat "$d.secs") $n
+"
+	rm -rf "$d" "$d.log" "$d.out" "$d.res" "$d.secs"
+}
+# reaped: collects every test that has ended; running keeps the others
+reaped() {
+	still=""
+	for r in $running; do
+		if [ -e "${r%:*}.res" ]; then wait "${r#*:}" 2>/dev/null; collect "${r%:*}"; else still="$still $r"; fi
+	done
+	running=$still
+}
+# wait_below N: waits until fewer than N tests run
+wait_below() {
+	while reaped; [ "$(echo $running | wc -w)" -ge "$1" ]; do sleep 0.1; done
+}
+
+pass=0; fail=0; skip=0; failed=""; times=""   # times: "SECONDS NAME" of each test run
+if [ $# -gt 0 ]; then
+	list=""; for n in "$@"; do list="$list $BIN/obj/t/$n"; done
+else
+	list=$(ls "$BIN"/obj/t/test_* 2>/dev/null | sort)
+fi
+for t in $list; do
+	name=$(basename "$t")
+	if [ ! -x "$t" ]; then   # a test asked for by name that is not built is a failure
+		echo "FAIL $name: $t is not built"; fail=$((fail + 1)); failed="$failed $name"; continue
+	fi
+	serial=0
+	grep -q '^ \* Serial: ' "$TOP/tests/$name.c" 2>/dev/null && serial=1
+	if [ "$serial" = 1 ]; then wait_below 1; else wait_below "$JOBS"; fi
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/urtest.$name.XXXXXX")
+	one "$t" "$name" "$dir" &
+	running="$running $dir:$!"
+	[ "$serial" = 1 ] && wait_below 1
 done
+wait_below 1
 [ -n "$failed" ] && echo "failed:$failed"
 [ -n "$times" ] && echo "slowest: $(printf '%s' "$times" | sort -rn | head -n 5 | sed 's/^\([0-9]*\) \(.*\)/\2 \1s/' | tr '\n' ',' | sed 's/,$//;s/,/, /g')"
 echo "$pass passed, $fail failed, $skip skipped"

@@ -11,7 +11,9 @@
  * gets none in a second of NOPs (its round trip stays the spinning one); a
  * client pinned to the server's CPU, while a second client on another CPU
  * keeps 16 NOPs in flight so the server never idles, gets some. No time is
- * asserted. Needs two CPUs for the second part (skipped otherwise). */
+ * asserted. Needs two CPUs for the second part (skipped otherwise).
+ * Serial: pins threads to CPUs (PIN_CPU) and needs both CPUs (tests/run.sh runs it alone).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>

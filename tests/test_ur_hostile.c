@@ -2,7 +2,9 @@
  * get exactly one CQE and the server survives; a client that scribbles its SQ
  * tail or CQ head into nonsense gets its ring shut down (state BROKEN) while
  * the server stays alive, uses (almost) no CPU, and exits as soon as the
- * client goes away. */
+ * client goes away.
+ * Serial: pins the server to CPU 0 while it lies (tests/run.sh runs it alone).
+ */
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>

@@ -11,7 +11,9 @@
  * order). A server without the budget drains the hog's SQ first: 16384
  * whenever the hog's turn comes first, which it does unless the stop fell
  * between the two turns. Ten rounds; every one must be fair and at least
- * one must show the hog's turn coming first. No time is measured. */
+ * one must show the hog's turn coming first. No time is measured.
+ * Serial: compares the turns of rings served by one server (tests/run.sh runs it alone).
+ */
 #include "test_ur_multi.h"
 
 #define IMG "fair.sfs"

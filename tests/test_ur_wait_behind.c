@@ -23,7 +23,9 @@
  * (tests/lib/slowaio.c preloaded): the server gives the SQ slots back before
  * it submits, so the client sleeps within 120 us of its CPU time.
  * Only lower bounds on wall time and upper bounds on the thread's own CPU
- * time are asserted, which a loaded machine can only make easier to meet. */
+ * time are asserted, which a loaded machine can only make easier to meet.
+ * Serial: pins threads and bounds the waiting thread's own CPU time (tests/run.sh runs it alone).
+ */
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>

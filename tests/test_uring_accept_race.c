@@ -6,7 +6,9 @@
  * completed, and io_uring_queue_exit hung joining that reactor: liburing's accept test timed
  * out in CI under ASan this way). The drop-in's readiness check of the listener is slowed
  * (this program's poll) so that both reactors meet in that window every round. First, a cancel
- * submitted before an ACCEPT in one submit finds nothing and leaves it waiting. */
+ * submitted before an ACCEPT in one submit finds nothing and leaves it waiting.
+ * Serial: makes two reactors meet in a 2 ms window (tests/run.sh runs it alone).
+ */
 #include "test_uring.h"
 #include <poll.h>
 #include <time.h>

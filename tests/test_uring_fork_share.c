@@ -7,7 +7,9 @@
  * posted by both reactors in one burst, each process's threads SCHED_FIFO on a CPU of its own
  * meanwhile, so that load beside the test cannot keep the bursts apart); registering files while the other process uses the ring is
  * refused (-EOPNOTSUPP: the tables are per process; the kernel's is shared); the ring goes on
- * in the parent after the child exits. */
+ * in the parent after the child exits.
+ * Serial: runs SCHED_FIFO, one CPU per process (tu_rt_begin) (tests/run.sh runs it alone).
+ */
 #include "test_uring.h"
 #include "parts.h"
 #include <fcntl.h>

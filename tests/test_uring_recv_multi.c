@@ -8,7 +8,9 @@
  * helpers read it (sender's address, payload length, payload); multishot without
  * BUFFER_SELECT is -EINVAL; a peek right after the write that feeds it finds the chunk (the
  * drop-in runs woken multishots when the CQ is looked at, as the kernel's task work has run),
- * with the reactor held off meanwhile (tu_solo_begin) so that the peek itself must find it. */
+ * with the reactor held off meanwhile (tu_solo_begin) so that the peek itself must find it.
+ * Serial: holds the emulation's threads off with SCHED_FIFO on one CPU (tu_solo_begin) (tests/run.sh runs it alone).
+ */
 #include "test_uring.h"
 #include "parts.h"
 #include <sys/mman.h>

@@ -3,7 +3,9 @@
  * only (the emulation's poller, the kernel's iou-sqp thread); a CPU the process may not run on
  * (beyond the CPUs that exist) is -EINVAL, as is SQ_AFF without SQPOLL; a CPU outside the calling
  * thread's own affinity but in the process's cpuset is fine (taskset -c 0 with the poller on CPU 1).
- * liburing's io_uring_setup test checks the second. */
+ * liburing's io_uring_setup test checks the second.
+ * Serial: checks CPU affinities (tests/run.sh runs it alone).
+ */
 #include "test_uring.h"
 #include "parts.h"
 #include <dirent.h>

@@ -4,7 +4,9 @@
  * requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED) and
  * answers -ENOENT for an unknown one, LINK_TIMEOUT cancels a pipe read that never completes
  * (read -ECANCELED, timeout -ETIME) and is itself cancelled when the read wins, and
- * ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0) or answers -ENOENT. */
+ * ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0) or answers -ENOENT.
+ * Serial: bounds a waiting thread's own CPU time (tests/run.sh runs it alone).
+ */
 #include "test_uring.h"
 #include <sys/resource.h>
 #include <time.h>
