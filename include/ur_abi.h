@@ -89,7 +89,8 @@ struct ur_sqe {
 	uint32_t len;            /* bytes, iovec count, name length, or errno (FAIL) */
 	uint32_t op_flags;       /* OPENAT: UR_O_* */
 	uint64_t user_data;      /* echoed in the CQE */
-	uint64_t addr2;          /* STATX: struct ur_statx output (region offset) */
+	uint64_t addr2;          /* STATX: struct ur_statx output (region offset);
+				    LOCK with UR_LOCK_WAIT: timeout in ns (0: none) */
 	uint64_t reserved[2];    /* must be zero */
 };
 
@@ -142,8 +143,12 @@ enum {
 	UR_OP_REGISTER_BUFFERS,  /* addr: struct ur_iovec[len]; len 0 unregisters */
 	UR_OP_FAIL,              /* client-side error carried in order: res = -len */
 	UR_OP_LOCK,              /* fd, off: start, addr: length (0: to EOF and beyond),
-				    op_flags: UR_LOCK_*; res 0 or -errno (docs/ABI.md, "Locks") */
+				    op_flags: UR_LOCK_*, addr2: with UR_LOCK_WAIT, a timeout
+				    in ns (0: none; -ETIMEDOUT when it passes);
+				    res 0 or -errno (docs/ABI.md, "Locks") */
 	UR_OP_UNLOCK,            /* fd, off, addr: the range to release */
+	UR_OP_ASYNC_CANCEL,      /* fd -1, addr: the user_data of this ring's queued
+				    LOCK to end (its CQE: -ECANCELED); res 0, -ENOENT */
 	UR_OP_LAST
 };
 

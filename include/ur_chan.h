@@ -126,6 +126,11 @@ int urch_force(struct urch *ch, int metadata);
  * docs/CHANNEL.md). try_lock: -EAGAIN when held elsewhere; lock: -EDEADLK
  * when waiting would close a cycle the server sees. */
 int urch_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared);
+/* As urch_lock, waiting at most timeout_ns nanoseconds: -ETIMEDOUT then, with
+ * nothing left queued. timeout_ns 0: as urch_try_lock; < 0: as urch_lock.
+ * Host files: -EOPNOTSUPP for a timeout > 0 (OFD locks have none). */
+int urch_lock_timeout(struct urch *ch, uint64_t pos, uint64_t len, int shared,
+		      int64_t timeout_ns);
 int urch_try_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared);
 int urch_unlock(struct urch *ch, uint64_t pos, uint64_t len);
 

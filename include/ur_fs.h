@@ -287,6 +287,23 @@ static inline void urfs_prep_lock(struct urfs_sqe *sqe, int fd, uint64_t pos, ui
 	sqe->addr = len;
 	sqe->op_flags = flags;
 }
+/* A waiting lock (URFS_LOCK_WAIT added to flags) that gives up after
+ * timeout_ns nanoseconds (0: never): its CQE is then -ETIMEDOUT, and nothing
+ * of it stays queued. The clock starts when the server takes the SQE. */
+static inline void urfs_prep_lock_timeout(struct urfs_sqe *sqe, int fd, uint64_t pos, uint64_t len,
+					  unsigned flags, uint64_t timeout_ns)
+{
+	urfs_prep_lock(sqe, fd, pos, len, flags | URFS_LOCK_WAIT);
+	sqe->addr2 = timeout_ns;
+}
+/* End this ring's queued waiting lock whose user_data is user_data: its CQE
+ * is -ECANCELED, this SQE's 0 (-ENOENT: no such wait). flags: 0. */
+static inline void urfs_prep_cancel64(struct urfs_sqe *sqe, uint64_t user_data, int flags)
+{
+	urfs_prep_rw(UR_OP_ASYNC_CANCEL, sqe, -1, NULL, 0, 0);
+	sqe->addr = user_data;
+	sqe->op_flags = (unsigned)flags;
+}
 static inline void urfs_prep_unlock(struct urfs_sqe *sqe, int fd, uint64_t pos, uint64_t len)
 {
 	urfs_prep_rw(UR_OP_UNLOCK, sqe, fd, NULL, 0, pos);

@@ -132,6 +132,22 @@ static inline void mp_ring(struct urfs_ring *r, const char *img, unsigned flags)
 		FAIL("ring on %s: %s (%s)", img, strerror(-e), p.errmsg);
 }
 
+/* Format img (mb MiB) and make three rings, clients of its one server:
+ * the server's pid. */
+static inline pid_t mp_three_rings(const char *img, unsigned mb, struct urfs_ring *a,
+				   struct urfs_ring *b, struct urfs_ring *c)
+{
+	int e = sfs_format(img, (uint64_t)mb << 20, 0);
+	if (e < 0)
+		FAIL("format: %s", strerror(-e));
+	mp_ring(a, img, 0);
+	mp_ring(b, img, 0);
+	mp_ring(c, img, 0);
+	if (b->server_pid != a->server_pid || c->server_pid != a->server_pid)
+		FAIL("three rings, servers %d %d %d", a->server_pid, b->server_pid, c->server_pid);
+	return a->server_pid;
+}
+
 struct mp_req {
 	int fd, wr, file;                 /* file 0 private, 1 shared */
 	uint64_t off;

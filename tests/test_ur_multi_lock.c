@@ -382,16 +382,8 @@ int main(void)
 {
 	alarm(120);
 	setvbuf(stdout, NULL, _IONBF, 0);
-	int e = sfs_format(IMG, 64ull << 20, 0);
-	if (e < 0)
-		FAIL("format: %s", strerror(-e));
 	struct urfs_ring a, b, c;
-	mp_ring(&a, IMG, 0);
-	mp_ring(&b, IMG, 0);
-	mp_ring(&c, IMG, 0);
-	pid_t spid = a.server_pid;
-	if (b.server_pid != spid || c.server_pid != spid)
-		FAIL("three rings, servers %d %d %d", a.server_pid, b.server_pid, c.server_pid);
+	pid_t spid = mp_three_rings(IMG, 64, &a, &b, &c);
 	int fa = mp_open(&a, "f", URFS_O_CREAT);
 	int fa2 = mp_open(&a, "f", 0);
 	int fb = mp_open(&b, "f", 0);

@@ -562,16 +562,21 @@ static int lock_args(struct urch *ch, uint64_t pos, uint64_t len)
 	return 0;
 }
 
-URCH_EXPORT int urch_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared)
+URCH_EXPORT int urch_lock_timeout(struct urch *ch, uint64_t pos, uint64_t len, int shared,
+				  int64_t timeout_ns)
 {
 	int r = lock_args(ch, pos, len);
-	return r < 0 ? r : ch->eng->lock(ch, pos, len, shared, 1);
+	return r < 0 ? r : ch->eng->lock(ch, pos, len, shared, timeout_ns < 0 ? -1 : timeout_ns);
+}
+
+URCH_EXPORT int urch_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared)
+{
+	return urch_lock_timeout(ch, pos, len, shared, -1);
 }
 
 URCH_EXPORT int urch_try_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared)
 {
-	int r = lock_args(ch, pos, len);
-	return r < 0 ? r : ch->eng->lock(ch, pos, len, shared, 0);
+	return urch_lock_timeout(ch, pos, len, shared, 0);
 }
 
 URCH_EXPORT int urch_unlock(struct urch *ch, uint64_t pos, uint64_t len)
@@ -722,9 +727,11 @@ static int host_setlk(struct urch *ch, short type, uint64_t pos, uint64_t len, i
 	}
 }
 
-int urch_host_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait)
+int urch_host_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int64_t wait_ns)
 {
-	return host_setlk(ch, shared ? F_RDLCK : F_WRLCK, pos, len, wait);
+	if (wait_ns > 0)
+		return -EOPNOTSUPP;        /* F_OFD_SETLKW has no timeout */
+	return host_setlk(ch, shared ? F_RDLCK : F_WRLCK, pos, len, wait_ns < 0);
 }
 
 int urch_host_unlock(struct urch *ch, uint64_t pos, uint64_t len)

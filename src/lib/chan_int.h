@@ -43,7 +43,9 @@ struct urch_eng {
 	int64_t (*size)(struct urch *ch);
 	int     (*truncate)(struct urch *ch, uint64_t size);
 	int     (*force)(struct urch *ch, int metadata);
-	int     (*lock)(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait);
+	/* wait_ns: < 0 for ever, 0 not at all (-EAGAIN), else at most that long
+	 * (-ETIMEDOUT). */
+	int     (*lock)(struct urch *ch, uint64_t pos, uint64_t len, int shared, int64_t wait_ns);
 	int     (*unlock)(struct urch *ch, uint64_t pos, uint64_t len);
 };
 
@@ -82,7 +84,7 @@ int     urch_host_open(struct urch *ch, const char *path);
 int64_t urch_host_size(struct urch *ch);
 int     urch_host_truncate(struct urch *ch, uint64_t size);
 int     urch_host_force(struct urch *ch, int metadata);
-int     urch_host_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait);
+int     urch_host_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int64_t wait_ns);
 int     urch_host_unlock(struct urch *ch, uint64_t pos, uint64_t len);
 /* UR: remove a name from the image of o (chan_ur.c). */
 int     urch_ur_unlink(const char *path, const struct urch_opts *o);

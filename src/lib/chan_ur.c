@@ -524,20 +524,33 @@ static int cut_own(struct urctx *c, const struct urch *ch, uint64_t s, uint64_t 
 	return 0;
 }
 
-static int lt_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait)
+static int lt_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int64_t wait_ns)
 {
 	struct urctx *c = ctx_of(ch);
 	uint64_t e = len ? pos + len : UINT64_MAX;
+	struct timespec dl;
 	int r;
 	if (!shared && (ch->flags & URCH_RDONLY))
 		return -EBADF;
+	if (wait_ns > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		long ns = dl.tv_nsec + (long)(wait_ns % 1000000000);
+		dl.tv_sec += (time_t)(wait_ns / 1000000000) + ns / 1000000000;
+		dl.tv_nsec = ns % 1000000000;
+	}
 	pthread_mutex_lock(&c->lkmu);
 	while (conflicts(c, ch, pos, e, shared)) {
-		if (!wait) {
+		if (!wait_ns) {
 			pthread_mutex_unlock(&c->lkmu);
 			return -EAGAIN;
 		}
-		pthread_cond_wait(&c->lkcv, &c->lkmu);
+		if (wait_ns < 0)
+			pthread_cond_wait(&c->lkcv, &c->lkmu);
+		else if (pthread_cond_clockwait(&c->lkcv, &c->lkmu, CLOCK_MONOTONIC, &dl) == ETIMEDOUT &&
+			 conflicts(c, ch, pos, e, shared)) {
+			pthread_mutex_unlock(&c->lkmu);
+			return -ETIMEDOUT;
+		}
 	}
 	r = cut_own(c, ch, pos, e);
 	if (!r)
@@ -605,15 +618,16 @@ static int wait_lock(struct urctx *c, struct lkwait *w)
 	}
 }
 
-static int ur_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int wait)
+static int ur_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int64_t wait_ns)
 {
 	struct urctx *c = ctx_of(ch);
 	struct lkwait w = { .efd = -1 };
+	int wait = wait_ns != 0;
 	int r;
 	if (!shared && (ch->flags & URCH_RDONLY))
 		return -EBADF;
 	if (c->excl)
-		return lt_lock(ch, pos, len, shared, wait);
+		return lt_lock(ch, pos, len, shared, wait_ns);
 	if (wait && (w.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
 		return -errno;
 	pthread_mutex_lock(&c->mu);
@@ -621,6 +635,8 @@ static int ur_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int 
 	if (sqe) {
 		urfs_prep_lock(sqe, ch->fd, pos, len, (shared ? URFS_LOCK_SHARED : 0) |
 			       (wait ? URFS_LOCK_WAIT : 0));
+		if (wait_ns > 0)
+			sqe->addr2 = (uint64_t)wait_ns;   /* the server ends it: -ETIMEDOUT */
 		if (!wait) {
 			r = sync_sqe(&c->ring);
 		} else {

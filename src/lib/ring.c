@@ -802,6 +802,17 @@ static int translate(struct urfs_ring *ring, struct ur_sqe *sqe)
 		sqe->addr = off;
 		break;
 	}
+	case UR_OP_ASYNC_CANCEL: {
+		/* The server knows a request by its slot's tag: the caller's
+		 * user_data becomes the tag of its waiting LOCK, else 0, which
+		 * no slot has (the server answers -ENOENT). */
+		uint32_t i = 0;
+		while (i < P->npend && !(P->pend[i].busy && P->pend[i].op == UR_OP_LOCK &&
+					 P->pend[i].user_data == sqe->addr))
+			i++;
+		sqe->addr = i < P->npend ? ((uint64_t)URFS_TAG_HI << 32) | i : 0;
+		break;
+	}
 	default:
 		break;
 	}

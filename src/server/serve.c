@@ -217,8 +217,10 @@ static int32_t do_lock(struct ur_server *s, const struct ur_sqe *q)
 	struct ur_statx st;
 	if (!fd_ok(s, q->fd))
 		return -EBADF;
-	if (q->len || q->buf_index || q->addr2 || (q->op_flags & ~(lock ? UR_LOCK_VALID : 0u)))
+	if (q->len || q->buf_index || (q->op_flags & ~(lock ? UR_LOCK_VALID : 0u)))
 		return -EINVAL;
+	if (q->addr2 && !(lock && (q->op_flags & UR_LOCK_WAIT)))
+		return -EINVAL;         /* a timeout is a waiting LOCK's only */
 	if (q->off > (uint64_t)INT64_MAX || q->addr > (uint64_t)INT64_MAX - q->off)
 		return -EINVAL;
 	/* A waiting lock completes later: nothing may hang on it in a chain. */
@@ -229,7 +231,7 @@ static int32_t do_lock(struct ur_server *s, const struct ur_sqe *q)
 	int r = s->be->fstat(s->bst, q->fd, &st);
 	if (r < 0)
 		return r;
-	return lock ? ur_lock_request(s, q, st.ino) : ur_unlock_request(s, q, st.ino);
+	return lock ? ur_lock_request(s, q, st.ino, now_ns()) : ur_unlock_request(s, q, st.ino);
 }
 
 /* Image I/O in flight or queued, of any ring of the server? Another client's
@@ -382,6 +384,10 @@ static int32_t execute(struct ur_server *s, const struct ur_sqe *q, int64_t *exp
 	case UR_OP_LOCK:
 	case UR_OP_UNLOCK:
 		return do_lock(s, q);
+	case UR_OP_ASYNC_CANCEL:
+		if (q->fd != -1 || q->off || q->len || q->buf_index || q->op_flags || q->addr2)
+			return -EINVAL;
+		return ur_lock_cancel(s, q->addr);
 	default:
 		return -EINVAL;
 	}
@@ -467,7 +473,8 @@ static uint32_t serve_batch(struct ur_server *s, uint32_t budget)
 			 * waits until it is done. */
 			int plain = (q.opcode == UR_OP_READ || q.opcode == UR_OP_READ_FIXED ||
 				     q.opcode == UR_OP_WRITE || q.opcode == UR_OP_WRITE_FIXED ||
-				     q.opcode == UR_OP_LOCK || q.opcode == UR_OP_UNLOCK) &&
+				     q.opcode == UR_OP_LOCK || q.opcode == UR_OP_UNLOCK ||
+				     q.opcode == UR_OP_ASYNC_CANCEL) &&
 				    !q.flags && !s->chain_failed;
 			if (!plain)
 				ur_image_quiesce(s);
@@ -517,6 +524,8 @@ uint32_t ur_server_poll(struct ur_server *s)
 		return 0;
 	if (s->aio_inflight && ur_aio_reap(s, 0))
 		publish_cq(s);
+	if (ur_locks_deadline(s))
+		ur_locks_expire(s, now_ns());
 	return serve_batch(s, UINT32_MAX);
 }
 
@@ -633,7 +642,7 @@ static void host_poll(struct ur_host *h, int timeout_ms)
 		if (h->pend_fd[i] >= 0)
 			ADD(h->pend_fd[i], PF_PENDING, NULL);
 #undef ADD
-	if (h->npend_fd && timeout_ms < 0)
+	if (h->npend_fd && (timeout_ms < 0 || timeout_ms > UR_PEND_MS))
 		timeout_ms = UR_PEND_MS;     /* a silent connection is not kept for ever */
 	int r = poll(p, (nfds_t)n, timeout_ms);
 	for (int i = 0; r > 0 && i < n; i++) {
@@ -672,6 +681,20 @@ static void host_poll(struct ur_host *h, int timeout_ms)
 	}
 }
 
+/* How long the server may sleep: until the first lock wait's timeout
+ * (rounded up to whole ms), else for ever (-1). */
+static int sleep_ms(struct ur_server *any)
+{
+	uint64_t dl = ur_locks_deadline(any), now;
+	if (!dl)
+		return -1;
+	now = now_ns();
+	if (dl <= now)
+		return 0;
+	uint64_t ms = (dl - now + 999999u) / 1000000u;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
 int ur_host_run(struct ur_host *h)
 {
 	uint64_t last_check = now_ns();
@@ -691,6 +714,7 @@ int ur_host_run(struct ur_host *h)
 		if (hand)
 			sched_yield();   /* a client waits on this CPU for its CQEs */
 		uint64_t now = now_ns();
+		ur_locks_expire(h->rings, now);      /* lock waits whose timeout passed */
 		if (now - last_check >= UR_CHECK_NS) {
 			/* Busy or spinning, the server still sees clients come and go. */
 			last_check = now;
@@ -771,7 +795,7 @@ int ur_host_run(struct ur_host *h)
 				s->n_sleep++;
 				ur_store_relaxed(&s->sq->owner_cpu, 0);   /* asleep: nobody to yield to */
 			}
-			host_poll(h, -1);
+			host_poll(h, sleep_ms(h->rings));
 			last_check = now_ns();
 		}
 		for (struct ur_server *s = h->rings; s; s = s->next) {

@@ -35,6 +35,8 @@ struct ur_lockwait;
 struct ur_locktab {
 	struct ur_lock *held;
 	struct ur_lockwait *waits;         /* FIFO */
+	uint64_t next_deadline;            /* no wait times out before (ns; 0: none has one) */
+	uint32_t gen;                      /* deadlock()'s search, the current one */
 };
 #define UR_LOCK_QUEUED UR_AIO_QUEUED        /* ur_lock_request: CQE when granted */
 
@@ -237,10 +239,20 @@ int  ur_check_live(int fd);
 /* The hello on a liveness socket, without blocking: 0, or -1 if not sent. */
 int  ur_hello_send(int live, int err, const char *msg);
 
-/* locks.c. q is a LOCK / UNLOCK SQE already checked (handle, flags, range)
- * on file ino. LOCK: 0, -EAGAIN (held elsewhere, no UR_LOCK_WAIT),
- * -EDEADLK, -ENOLCK, or UR_LOCK_QUEUED (the CQE comes when granted). */
-int32_t ur_lock_request(struct ur_server *s, const struct ur_sqe *q, uint32_t ino);
+/* locks.c. q is a LOCK / UNLOCK SQE already checked (handle, flags, range,
+ * a timeout only with UR_LOCK_WAIT) on file ino; now: CLOCK_MONOTONIC ns.
+ * LOCK: 0, -EAGAIN (held elsewhere, no UR_LOCK_WAIT), -EDEADLK, -ENOLCK, or
+ * UR_LOCK_QUEUED (the CQE comes when granted, or -ETIMEDOUT at now + q->addr2
+ * when that is nonzero). */
+int32_t ur_lock_request(struct ur_server *s, const struct ur_sqe *q, uint32_t ino, uint64_t now);
+/* End s's first queued LOCK whose user_data is user_data (its CQE:
+ * -ECANCELED, posted now): 0, or -ENOENT when s has none. */
+int32_t ur_lock_cancel(struct ur_server *s, uint64_t user_data);
+/* When the first queued wait of s's table times out (ns; 0: none has a
+ * deadline); ur_locks_expire ends those due at now with -ETIMEDOUT (a broken
+ * ring's stay: never a CQE to it). Cheap when none is due. */
+uint64_t ur_locks_deadline(struct ur_server *s);
+void    ur_locks_expire(struct ur_server *s, uint64_t now);
 int32_t ur_unlock_request(struct ur_server *s, const struct ur_sqe *q, uint32_t ino);
 /* Release the records of handle fd of s (fd < 0: of every handle, and its
  * waits go without a CQE: the ring is leaving) and grant who can go now;
