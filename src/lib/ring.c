@@ -540,13 +540,26 @@ UR_EXPORT int urfs_queue_init(unsigned entries, struct urfs_ring *ring, unsigned
 	return urfs_queue_init_params(entries, ring, &p);
 }
 
-/* Wait (bounded) until process pid (not our child) has ended: gone, or a
- * zombie its parent has yet to reap. On the exit path only. */
-static void wait_gone(pid_t pid, int timeout_ms)
+/* How long urfs_queue_exit waits for the server's last word:
+ * $UR_EXIT_TIMEOUT_MS when it is a number of milliseconds from 1 to
+ * EXIT_TIMEOUT_MS, else EXIT_TIMEOUT_MS. */
+static uint64_t exit_timeout_ns(void)
+{
+	const char *e = getenv("UR_EXIT_TIMEOUT_MS");
+	char *end = NULL;
+	unsigned long ms = e && *e ? strtoul(e, &end, 10) : 0;
+	if (!ms || *end || ms > EXIT_TIMEOUT_MS)
+		ms = EXIT_TIMEOUT_MS;
+	return (uint64_t)ms * 1000000u;
+}
+
+/* Wait until process pid (not our child) has ended, gone or a zombie its
+ * parent has yet to reap, or until the clock passes end. On the exit path
+ * only. */
+static void wait_gone(pid_t pid, uint64_t end)
 {
 	char path[64], st[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
 	for (;;) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -564,7 +577,9 @@ static void wait_gone(pid_t pid, int timeout_ms)
 
 /* urfs_queue_exit that says how the server ended: 0 when it released the
  * ring cleanly (and, if this was its last client, unmounted cleanly), -EIO
- * when it failed to unmount or died. */
+ * when it failed to unmount or died, -ETIMEDOUT when it said nothing within
+ * the exit bound (exit_timeout_ns): this side of the ring is released all
+ * the same, and the server is left as it is. */
 int __urfs_queue_exit_status(struct urfs_ring *ring)
 {
 	if (!ring->priv)
@@ -574,16 +589,18 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 	 * end closing, says it has. Waiting for that, not for waitpid, also
 	 * works when the program ignores SIGCHLD. */
 	shutdown(ring->live_fd, SHUT_WR);
-	int waited_ms = 0, bye = 0, last = 0, err = 0;
-	while (waited_ms < EXIT_TIMEOUT_MS) {
-		struct pollfd pf = { .fd = ring->live_fd, .events = POLLIN };
-		int r = poll(&pf, 1, 1000);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r == 0) {
-			waited_ms += 1000;
-			continue;
+	uint64_t end = now_ns() + exit_timeout_ns();
+	int bye = 0, last = 0, err = 0, timed_out = 0;
+	for (;;) {
+		uint64_t t = now_ns();
+		if (t >= end) {
+			timed_out = 1;
+			break;
 		}
+		struct pollfd pf = { .fd = ring->live_fd, .events = POLLIN };
+		int r = poll(&pf, 1, (int)((end - t + 999999) / 1000000));
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
 		struct ur_hello h;
 		ssize_t n = r < 0 ? -1 : recv(ring->live_fd, &h, sizeof(h), MSG_DONTWAIT);
 		if (n <= 0)
@@ -598,19 +615,27 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 		}
 	}
 	close(ring->live_fd);
-	/* A server that has not finished long after its client left is broken:
-	 * end it rather than hang the client (the journal keeps the image sound). */
-	if (waited_ms >= EXIT_TIMEOUT_MS && ring->server_pid > 0)
-		kill(ring->server_pid, SIGKILL);
-	/* Our child: reap it once it exits (its last client gone, or dead);
-	 * if it serves others still, it is reaped when it ends (a zombie until
-	 * this process waits for it or exits: docs/ABI.md). Another process's
-	 * child: its last client returns when it has exited. */
+	/* A server that says nothing within the bound is stopped or wedged.
+	 * This client leaves without it and never signals it: other clients
+	 * may have attached to it (this process cannot know they have not),
+	 * and a stopped server serves them again once it runs. Only a server
+	 * this process started for this ring alone (URFS_SETUP_EXCL: nobody
+	 * else could attach while the ring lived) is ended, as nobody else
+	 * needs it, and reaped. */
 	int st = 0;
-	if (ring->server_pid > 0 && ring->priv->spawned && (last || !bye))
+	if (timed_out && ring->server_pid > 0 && ring->priv->spawned && (ring->flags & URFS_SETUP_EXCL)) {
+		kill(ring->server_pid, SIGKILL);
+		reap(ring->server_pid);
+	} else if (!timed_out && ring->server_pid > 0 && ring->priv->spawned && (last || !bye)) {
+		/* Our child: reap it once it exits (its last client gone, or
+		 * dead); if it serves others still, it is reaped when it ends (a
+		 * zombie until this process waits for it or exits: docs/ABI.md). */
 		st = reap(ring->server_pid);
-	else if (ring->server_pid > 0 && last)
-		wait_gone(ring->server_pid, EXIT_TIMEOUT_MS);
+	} else if (!timed_out && ring->server_pid > 0 && last) {
+		/* Another process's child: its last client returns when it has
+		 * exited (within what is left of the bound). */
+		wait_gone(ring->server_pid, end);
+	}
 	close(ring->sq_fd);
 	close(ring->cq_fd);
 	munmap(ring->region, ring->region_size);
@@ -618,6 +643,8 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 	free_priv(ring->priv);
 	memset(ring, 0, sizeof(*ring));
 	ring->sq_fd = ring->cq_fd = ring->live_fd = -1;
+	if (timed_out)
+		return -ETIMEDOUT;
 	return bye && err == 0 && st == 0 ? 0 : -EIO;
 }
 
