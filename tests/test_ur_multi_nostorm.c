@@ -4,10 +4,11 @@
  * meanwhile (issue 27, item 4: clients started a server every 5 ms for 60 s,
  * 5,602 processes). The holder here is a child of this test that mounts the
  * image (the lock names its pid), calls itself simplefs_server in its
- * command line, and lets go after 400 ms. The client starts one server, is
- * told "in use by pid N", waits for N to end (trying the socket), then
- * starts its own: two servers started in all (counted by a wrapper), the
- * ring works, and init took at least the holder's 400 ms. */
+ * command line, and lets go 400 ms after the client's first server (its pid
+ * written by the wrapper that counts starts) has told it "in use by pid N"
+ * and ended. The client waits for N to end (trying the socket), then starts
+ * its own: two servers started in all, the ring works, and init took at
+ * least the holder's 400 ms. */
 #include "test_ur_multi.h"
 
 #define IMG "s.sfs"
@@ -20,7 +21,7 @@ int main(int argc, char **argv)
 	int e = sfs_format(IMG, 64ull << 20, 0);
 	if (e < 0)
 		FAIL("format: %s", strerror(-e));
-	if (!tu_wrap_server("count.sh", "echo x >> starts\n", ""))
+	if (!tu_wrap_server("count.sh", "echo $$ >> starts\n", ""))
 		FAIL("UR_SERVER is not set");
 	int ready[2];
 	if (pipe(ready) < 0)
@@ -42,6 +43,17 @@ int main(int argc, char **argv)
 			_exit(11);
 		if (write(ready[1], "r", 1) != 1)
 			_exit(12);
+		/* the client's first server: its pid, then its end */
+		char *st = NULL;
+		struct timespec ms = { 0, 1000000L };
+		while (!(st = tu_slurp("starts")) || !strchr(st, '\n')) {
+			free(st);
+			nanosleep(&ms, NULL);
+		}
+		pid_t first = atoi(st);
+		free(st);
+		while (first > 0 && kill(first, 0) == 0)
+			nanosleep(&ms, NULL);
 		struct timespec ts = { 0, HOLD_MS * 1000000L };
 		nanosleep(&ts, NULL);
 		_exit(sfs_unmount(fs) < 0 ? 13 : 0);
@@ -54,7 +66,7 @@ int main(int argc, char **argv)
 	mp_ring(&r, IMG, 0);
 	uint64_t took = mp_now_ms() - t0;
 	char *s = tu_slurp("starts");
-	int n = s ? tu_count(s, "x") : 0;
+	int n = s ? tu_count(s, "\n") : 0;
 	free(s);
 	printf("init waited %llu ms for the holder (%d ms); %d servers started\n", (unsigned long long)took,
 	       HOLD_MS, n);
