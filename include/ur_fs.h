@@ -117,7 +117,9 @@ struct urfs_ring {
  * ------------------------------------------------------------------------- */
 int  urfs_queue_init(unsigned entries, struct urfs_ring *ring, unsigned flags);
 int  urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, struct urfs_params *p);
-/* Stops the server (it unmounts the image) and waits for it. */
+/* Leaves the server (which unmounts the image after its last client) and
+ * waits for its word, at most 120 s ($UR_EXIT_TIMEOUT_MS); a server silent
+ * that long is left as it is, never signalled (others may share it). */
 void urfs_queue_exit(struct urfs_ring *ring);
 
 /* ---------------------------------------------------------------------------
@@ -356,7 +358,8 @@ int  ur_wait(struct ur_completion *c);
 int  ur_peek_cqe(struct ur_completion *c);
 /* Synchronous close. */
 int  ur_close(int fd);
-/* Stop the server (it unmounts the image) and wait for it. */
+/* Leave the server (it unmounts the image after its last client) and wait
+ * for it; -ETIMEDOUT: it said nothing within the exit bound (urfs_queue_exit). */
 int  ur_shutdown(void);
 
 #ifdef __cplusplus

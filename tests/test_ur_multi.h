@@ -382,9 +382,41 @@ static inline void mp_verify(const char *img, unsigned n, unsigned steps, int sk
 		FAIL("unmount");
 }
 
+/* The attach name of img (attach.h). */
+static inline struct ur_attach_name mp_name(const char *img)
+{
+	struct ur_attach_name n;
+	int e = ur_attach_name(img, &n);
+	if (e < 0)
+		FAIL("attach name of %s: %s", img, strerror(-e));
+	return n;
+}
+
+/* Connect to the attach name n: the connected socket, or -errno. */
+static inline int mp_connect_at(const struct ur_attach_name *n)
+{
+	int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c < 0)
+		FAIL("socket: %s", strerror(errno));
+	if (connect(c, (const struct sockaddr *)&n->a, n->len) < 0) {
+		int e = -errno;
+		close(c);
+		return e;
+	}
+	return c;
+}
+
+/* Connect to the attach name of img: the connected socket, or -errno. */
+static inline int mp_connect(const char *img)
+{
+	struct ur_attach_name n = mp_name(img);
+	return mp_connect_at(&n);
+}
+
 /* The server pid ends within timeout_ms, with exit 0 if it is a child of
  * ours (we are a subreaper: its starter left before it ended); else its
- * starter, the last to leave, has reaped it. Its socket is gone. */
+ * starter, the last to leave, has reaped it. Nobody listens at its attach
+ * name any more. */
 static inline void mp_server_gone(pid_t spid, const char *img, int timeout_ms)
 {
 	uint64_t end = mp_now_ms() + (uint64_t)timeout_ms;
@@ -405,9 +437,11 @@ static inline void mp_server_gone(pid_t spid, const char *img, int timeout_ms)
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	char path[108];
-	if (ur_attach_path(img, path, sizeof(path), 0) == 0 && access(path, F_OK) == 0)
-		FAIL("the server's socket %s is still there", path);
+	int c = mp_connect(img);
+	if (c >= 0)
+		FAIL("something still listens at the attach name of %s", img);
+	if (c != -ECONNREFUSED)
+		FAIL("connect to the attach name of %s: %s", img, strerror(-c));
 }
 
 /* A region of the library's layout, sealed as asked. */
@@ -439,25 +473,16 @@ static inline int mp_region(int seal, int bad_header)
 	return fd;
 }
 
-/* Attach to the server at sock by hand: kind 0 says nothing, 1 a bad
- * magic, 2 passes no descriptors, 3 five, 4 an unsealed region, 5 /dev/null
- * doorbells, 6 a bad header, 7 a sound request. Returns the answer's err
- * (1: no answer within 5 s) and its reason in why; -errno of connect
- * (nothing sent) when the socket cannot be reached. */
-static inline int mp_attach_raw(const char *sock, int kind, char *why, size_t whylen)
+/* Attach to the server at attach name n by hand: kind 0 says nothing, 1 a
+ * bad magic, 2 passes no descriptors, 3 five, 4 an unsealed region, 5
+ * /dev/null doorbells, 6 a bad header, 7 a sound request. Returns the
+ * answer's err (1: no answer within 5 s) and its reason in why; -errno of
+ * connect (nothing sent) when the name cannot be reached. */
+static inline int mp_attach_raw_at(const struct ur_attach_name *n, int kind, char *why, size_t whylen)
 {
-	int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	struct sockaddr_un a;
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	int c = mp_connect_at(n);
 	if (c < 0)
-		FAIL("socket: %s", strerror(errno));
-	if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int err = -errno;
-		close(c);
-		return err;
-	}
+		return c;
 	int fds[5], nfd = 3;
 	struct ur_attach m = { UR_ABI_MAGIC, UR_ABI_VERSION, 0, 0 };
 	fds[0] = mp_region(kind != 4, kind == 6);
@@ -512,6 +537,13 @@ static inline int mp_attach_raw(const char *sock, int kind, char *why, size_t wh
 	}
 	close(c);
 	return err;
+}
+
+/* mp_attach_raw_at on the attach name of img. */
+static inline int mp_attach_raw(const char *img, int kind, char *why, size_t whylen)
+{
+	struct ur_attach_name n = mp_name(img);
+	return mp_attach_raw_at(&n, kind, why, whylen);
 }
 
 #endif

@@ -1,12 +1,12 @@
-/* Description: the server's socket for more clients is its user's alone
- * (issue 10): it lives in a directory of mode 0700 owned by the user (or
- * $XDG_RUNTIME_DIR), is itself 0600, and is named after the image's
- * identity; a client of the same user attaches (mp_attach_raw's sound
- * request is answered "ready"). As root, a child that becomes nobody cannot
- * reach it (connect: EACCES), and one that becomes nobody but keeps
- * CAP_DAC_OVERRIDE (so the file modes do not stop it) is refused by the
- * server itself (SO_PEERCRED: -EACCES, "another user"). Not root: those two
- * parts are skipped. */
+/* Description: the server's place for more clients is the image's alone and
+ * its user's alone (issue 10, issue 27 item 4): an abstract Unix socket named
+ * after the image's identity, "@urfs/DEV:INO" (listed in /proc/net/unix),
+ * whose listener (SO_PEERCRED) is the image's server, of this user; no file
+ * is made for it. A client of the same user attaches (mp_attach_raw's sound
+ * request is answered "ready"). As root, a child that becomes nobody
+ * reaches the name (an abstract name has no mode) and is refused by the
+ * server itself (SO_PEERCRED: -EACCES, "another user"), with or without
+ * CAP_DAC_OVERRIDE. Not root: that part is skipped. */
 #include <linux/capability.h>
 #include <sys/syscall.h>
 #include "test_ur_multi.h"
@@ -16,7 +16,7 @@
 
 /* In a child: become nobody (keeping CAP_DAC_OVERRIDE if keep), attach by
  * hand; exit 0 if the answer is want (an -errno of connect or of the server). */
-static void as_nobody(const char *sock, int keep, int want)
+static void as_nobody(const struct ur_attach_name *n, int keep, int want)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -35,8 +35,8 @@ static void as_nobody(const char *sock, int keep, int want)
 				_exit(12);
 		}
 		char why[256] = "";
-		int err = mp_attach_raw(sock, 7, why, sizeof(why));
-		if (err != want) {
+		int err = mp_attach_raw_at(n, 7, why, sizeof(why));
+		if (err != want || !strstr(why, "another user")) {
 			fprintf(stderr, "as nobody (keep %d): %d '%s', want %d\n", keep, err, why, want);
 			_exit(1);
 		}
@@ -59,42 +59,45 @@ int main(void)
 		FAIL("format: %s", strerror(-e));
 	struct urfs_ring r;
 	mp_ring(&r, IMG, 0);
-	char sock[108], dir[108];
-	if (ur_attach_path(IMG, sock, sizeof(sock), 0) < 0)
-		FAIL("socket path");
-	struct stat st, ist;
-	if (lstat(sock, &st) < 0)
-		FAIL("no socket at %s: %s", sock, strerror(errno));
-	if (!S_ISSOCK(st.st_mode) || (st.st_mode & 0777) != 0600 || st.st_uid != geteuid())
-		FAIL("socket %s: mode %o uid %u", sock, (unsigned)st.st_mode, (unsigned)st.st_uid);
-	snprintf(dir, sizeof(dir), "%s", sock);
-	*strrchr(dir, '/') = '\0';
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid())
-		FAIL("socket directory %s: mode %o", dir, (unsigned)st.st_mode);
-	if (stat(IMG, &ist) < 0)
+	struct stat ist;
+	struct ur_attach_name n;
+	if (stat(IMG, &ist) < 0 || ur_attach_name(IMG, &n) < 0)
 		FAIL("stat");
-	char name[64];
-	snprintf(name, sizeof(name), "/urfs-%llx-%llu.sock", (unsigned long long)ist.st_dev,
+	char want[64];
+	snprintf(want, sizeof(want), "@urfs/%llx:%llu", (unsigned long long)ist.st_dev,
 		 (unsigned long long)ist.st_ino);
-	if (!strstr(sock, name))
-		FAIL("socket %s is not named after the image (%s)", sock, name);
+	if (strcmp(n.shown, want) || n.a.sun_path[0] != '\0' || memcmp(n.a.sun_path + 1, want + 1, strlen(want) - 1))
+		FAIL("attach name %s, want %s, abstract", n.shown, want);
+	char *unx = tu_slurp("/proc/net/unix");
+	if (!unx || !strstr(unx, want))
+		FAIL("%s is not in /proc/net/unix", want);
+	free(unx);
+	int c = mp_connect(IMG);
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	if (c < 0 || getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+		FAIL("connect to %s: %s", want, strerror(c < 0 ? -c : errno));
+	close(c);
+	if (cr.pid != r.server_pid || cr.uid != geteuid())
+		FAIL("%s is held by pid %d uid %u, want the server %d, uid %u", want, (int)cr.pid,
+		     (unsigned)cr.uid, (int)r.server_pid, (unsigned)geteuid());
 	char why[256];
-	int err = mp_attach_raw(sock, 7, why, sizeof(why));
+	int err = mp_attach_raw(IMG, 7, why, sizeof(why));
 	if (err != 0)
 		FAIL("same user's sound attach: %d '%s'", err, why);
 	if (geteuid() != 0) {
 		tu_part_skip("root", "another user", "not root: cannot become nobody");
 	} else {
-		as_nobody(sock, 0, -EACCES);
-		as_nobody(sock, 1, -EACCES);
+		as_nobody(&n, 0, -EACCES);
+		as_nobody(&n, 1, -EACCES);
 		tu_part_ran("root", "another user");
 	}
 	pid_t spid = r.server_pid;
 	urfs_queue_exit(&r);
 	/* The raw attaches above closed their sockets, but the server may not
 	 * have seen it yet: then it still serves them when this ring leaves, and
-	 * ends (removing its socket) as soon as it does. */
+	 * ends (closing its socket) as soon as it does. */
 	mp_server_gone(spid, IMG, 10000);
-	printf("socket 0600 in a 0700 directory, named after the image; same user attaches\n");
+	printf("%s, held by the server, this user's; same user attaches\n", want);
 	return 0;
 }

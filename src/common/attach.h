@@ -1,58 +1,59 @@
 /* attach.h: where the simplefs_server of an image listens for more clients
- * (docs/ABI.md, "Many clients"). The library (which connects) and the server
- * (which binds) compute the same path from the image's identity: the
- * directory is $XDG_RUNTIME_DIR when it is an absolute path to a directory
- * of ours that nobody else may enter, else /tmp/urfs-UID (made 0700 when
- * missing); the name is urfs-DEV-INO.sock (st_dev in hex, st_ino in decimal).
- * Header only, libc only. Must never: return a path in a directory another
- * user could write to (they could plant a socket there), or follow a symlink
- * for the directory. */
+ * (docs/ABI.md, "Many clients"), and whom each side may trust there. The
+ * place is a Linux abstract Unix socket named after the image's identity
+ * alone, "@urfs/DEV:INO" (st_dev in hex, st_ino in decimal; '@' stands for
+ * the leading NUL), so every client of one image finds it whatever its
+ * environment ($XDG_RUNTIME_DIR, $TMPDIR, working directory, the path it
+ * names the image by), and there is no file to plant, leave behind or
+ * remove. An abstract name has no owner and no mode: any process of the
+ * network namespace may bind it first or connect to it. So each side checks
+ * the other's credentials (SO_PEERCRED) before it trusts it: the server
+ * refuses a client of another user, and a client hands its descriptors only
+ * to a listener of its own user (or root): ur_attach_peer.
+ * Header only, libc only. Must never: depend on the environment, or call a
+ * peer trusted without checking its uid. */
 #ifndef URFS_ATTACH_H
 #define URFS_ATTACH_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Is dir a real directory (not a symlink) owned by us and closed to others? */
-static inline int ur_attach_dir_ok(const char *dir)
+struct ur_attach_name {
+	struct sockaddr_un a;
+	socklen_t len;             /* of a: the family and the name, no NUL after it */
+	char shown[64];            /* the name for messages: "@urfs/DEV:INO" */
+};
+
+/* The attach name of image: 0 or -errno (of stat). */
+static inline int ur_attach_name(const char *image, struct ur_attach_name *n)
 {
 	struct stat st;
-	if (lstat(dir, &st) < 0)
+	if (stat(image, &st) < 0)
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-		return -EPERM;
+	memset(n, 0, sizeof(*n));
+	n->a.sun_family = AF_UNIX;
+	int k = snprintf(n->shown, sizeof(n->shown), "@urfs/%llx:%llu", (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino);
+	memcpy(n->a.sun_path + 1, n->shown + 1, (size_t)k - 1);     /* sun_path[0] stays NUL */
+	n->len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)k);
 	return 0;
 }
 
-/* The socket path of image into out (a sun_path). mkdir: create /tmp/urfs-UID
- * if it is missing (the server does; a client only looks). 0 or -errno. */
-static inline int ur_attach_path(const char *image, char *out, size_t outlen, int mkdir_ok)
+/* The credentials of the process at the other end of the connected socket
+ * fd (for a listener: the one that called listen) into *cr: 0 when it is of
+ * this user or root, -EACCES when of another user, -errno when unknown. */
+static inline int ur_attach_peer(int fd, struct ucred *cr)
 {
-	struct stat st;
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	if (stat(image, &st) < 0)
+	socklen_t cl = sizeof(*cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &cl) < 0)
 		return -errno;
-	const char *x = getenv("XDG_RUNTIME_DIR");
-	if (x && x[0] == '/' && ur_attach_dir_ok(x) == 0) {
-		if ((size_t)snprintf(dir, sizeof(dir), "%s", x) >= sizeof(dir))
-			return -ENAMETOOLONG;
-	} else {
-		snprintf(dir, sizeof(dir), "/tmp/urfs-%u", (unsigned)geteuid());
-		if (mkdir_ok && mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		int r = ur_attach_dir_ok(dir);
-		if (r < 0)
-			return r;
-	}
-	int n = snprintf(out, outlen, "%s/urfs-%llx-%llu.sock", dir,
-			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
-	if (n < 0 || (size_t)n >= outlen || (size_t)n >= sizeof(dir))
-		return -ENAMETOOLONG;
-	return 0;
+	return cr->uid == geteuid() || cr->uid == 0 ? 0 : -EACCES;
 }
 
 #endif

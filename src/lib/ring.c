@@ -1,13 +1,17 @@
 /*
  * ring.c - libur_fs's ring API: create the shared region, attach it to the
- * simplefs_server already serving the image (its Unix socket) or start one,
+ * simplefs_server already serving the image (its abstract Unix socket, whose
+ * listener must be of this user or root: common/attach.h) or start one,
  * leave it, translate SQEs (ordinary buffers through the
  * staging area, pointers into region offsets), submit with the SQPOLL wakeup
  * rule, and collect/wait for CQEs (spin briefly, then sleep on the CQ doorbell
  * or notice the server's death on the liveness socket).
  *
  * Must never: print, leave errno as the error channel, block forever when the
- * server is gone, make a syscall per I/O in steady state, or allocate per I/O.
+ * server is gone, make a syscall per I/O in steady state, or allocate per I/O;
+ * hand a ring's descriptors to a listener of another user; start a server
+ * again while another of the image's servers is there; or signal a server
+ * that others may share.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -228,24 +232,33 @@ static int wait_hello(int live, struct ur_hello *h, char *errmsg, size_t errlen)
 
 /*
  * Attach the ring (fds: region memfd, SQ and CQ doorbells) to the server
- * listening at sock: 0 with *live (the connection, now the liveness socket)
- * and the server's hello in *h (h->err may say no); -ENOENT, -ECONNREFUSED
- * or -ECONNRESET when no server is there (or it is just leaving); another
- * -errno when the socket cannot be used.
+ * listening at the image's attach name n: 0 with *live (the connection, now
+ * the liveness socket) and the server's hello in *h (h->err may say no);
+ * -ECONNREFUSED or -ECONNRESET when no server is there (or it is just
+ * leaving); another -errno, with why in errmsg, when the place cannot be
+ * used: -EACCES when the listener is another user's (nothing is sent to it).
  */
-static int try_attach(const char *sock, const int fds[3], uint32_t aflags, int *live,
+static int try_attach(const struct ur_attach_name *n, const int fds[3], uint32_t aflags, int *live,
 		      struct ur_hello *h, char *errmsg, size_t errlen)
 {
-	struct sockaddr_un a;
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
 	int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (c < 0)
 		return -errno;
 	int r = 0;
-	if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0) {
+	if (connect(c, (const struct sockaddr *)&n->a, n->len) < 0) {
 		r = -errno;
+		if (r != -ECONNREFUSED)
+			snprintf(errmsg, errlen, "cannot connect to the attach socket %s: %s", n->shown,
+				 strerror(-r));
+		goto out;
+	}
+	/* An abstract name is anybody's to take: the region and the doorbells
+	 * go only to a listener of this user (or root). */
+	struct ucred cr = { 0, 0, 0 };
+	if ((r = ur_attach_peer(c, &cr)) < 0) {
+		snprintf(errmsg, errlen, "the attach socket %s of this image is held by pid %d of uid %u, "
+			 "another user: refused (docs/ABI.md, many clients)", n->shown, (int)cr.pid,
+			 (unsigned)cr.uid);
 		goto out;
 	}
 	struct ur_attach m = { UR_ABI_MAGIC, UR_ABI_VERSION, aflags, 0 };
@@ -268,6 +281,8 @@ static int try_attach(const char *sock, const int fds[3], uint32_t aflags, int *
 	memcpy(CMSG_DATA(cm), fds, sizeof(int) * 3);
 	if (sendmsg(c, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
 		r = errno == EPIPE ? -ECONNRESET : -errno;
+		if (r != -ECONNRESET)
+			snprintf(errmsg, errlen, "cannot attach at %s: %s", n->shown, strerror(-r));
 		goto out;
 	}
 	if (wait_hello(c, h, errmsg, errlen) < 0) {
@@ -281,22 +296,54 @@ out:
 	return r;
 }
 
-/* Does the lock-holder message name a running simplefs_server ("in use by
- * pid N")? Then a server is starting or leaving: attach again shortly. (Its
- * command line, not its name: a server run under valgrind counts too.) */
-static int holder_is_server(const char *msg)
+/* Does the lock-holder message name a running simplefs_server of this user
+ * ("in use by pid N")? Its pid: a server is starting or leaving, attach
+ * again shortly. (Its command line, not its name: a server run under
+ * valgrind counts too.) Else 0. */
+static pid_t holder_is_server(const char *msg)
 {
 	const char *p = strstr(msg, "in use by pid ");
 	if (!p)
 		return 0;
+	pid_t pid = atoi(p + 14);
 	char path[64], cmd[4096];
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", atoi(p + 14));
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (pid <= 0 || stat(path, &st) < 0 || st.st_uid != geteuid())
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	ssize_t n = read(fd, cmd, sizeof(cmd));
 	close(fd);
-	return n > 0 && memmem(cmd, (size_t)n, "simplefs_server", 15) != NULL;
+	return n > 0 && memmem(cmd, (size_t)n, "simplefs_server", 15) != NULL ? pid : 0;
+}
+
+/* Is process pid in another network namespace than ours (so that the
+ * abstract attach name it listens on is not the one we see)? */
+static int other_netns(pid_t pid)
+{
+	char path[64], a[64] = "", b[64] = "";
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	ssize_t na = readlink(path, a, sizeof(a) - 1);
+	ssize_t nb = readlink("/proc/self/ns/net", b, sizeof(b) - 1);
+	return na > 0 && nb > 0 && strcmp(a, b) != 0;
+}
+
+/* Is process pid still there (not gone, not a zombie)? */
+static int alive(pid_t pid)
+{
+	char path[64], st[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	st[n > 0 ? n : 0] = '\0';
+	const char *rp = strrchr(st, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
 }
 
 static void free_priv(struct urfs__priv *P)
@@ -438,21 +485,39 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	int afds[3] = { P->memfd, ring->sq_fd, ring->cq_fd };
 	struct ur_hello h;
 	uint64_t give_up = now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000u;
+	struct ur_attach_name an;
+	int named = 0;
+	pid_t holder = 0;
+	memset(&an, 0, sizeof(an));
 	/* The image's server, if one runs, else a new one; two clients starting
 	 * at once: the image's lock lets one server mount, the other client
-	 * then attaches to it (docs/ABI.md, "Many clients"). */
+	 * then attaches to it (docs/ABI.md, "Many clients"). While a server
+	 * that holds the image starts or leaves, this client waits for it
+	 * (trying its socket every 5 ms), and starts no other server until it
+	 * has gone: one server start per holder, not one per try. */
 	for (;;) {
-		char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
-		if (!(p->flags & URFS_SETUP_NOIMAGE) && ur_attach_path(image, sock, sizeof(sock), 0) == 0) {
-			r = try_attach(sock, afds, aflags, &sv[0], &h, p->errmsg, sizeof(p->errmsg));
+		if (!named && !(p->flags & URFS_SETUP_NOIMAGE))
+			named = ur_attach_name(image, &an) == 0;    /* the image exists */
+		if (named) {
+			r = try_attach(&an, afds, aflags, &sv[0], &h, p->errmsg, sizeof(p->errmsg));
 			if (r == 0)
 				break;
-			if (r != -ENOENT && r != -ECONNREFUSED && r != -ECONNRESET) {
-				snprintf(p->errmsg, sizeof(p->errmsg), "cannot attach to the server at %.150s: %s",
-					 sock, strerror(-r));
+			if (r != -ECONNREFUSED && r != -ECONNRESET)
+				goto err;
+		}
+		if (holder > 0 && alive(holder)) {
+			if (now_ns() > give_up) {
+				snprintf(p->errmsg, sizeof(p->errmsg), "in use by pid %d, a simplefs_server that did "
+					 "not take clients at %s within %d s", (int)holder, named ? an.shown : "its socket",
+					 READY_TIMEOUT_MS / 1000);
+				r = -EBUSY;
 				goto err;
 			}
+			struct timespec ts = { 0, 5 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+			continue;
 		}
+		holder = 0;
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 			r = -errno;
 			goto err;
@@ -469,17 +534,23 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 		sv[1] = -1;
 		if ((r = wait_hello(sv[0], &h, p->errmsg, sizeof(p->errmsg))) < 0)
 			goto err;
-		if (h.err != -EBUSY || !holder_is_server(h.msg) || now_ns() > give_up)
+		if (h.err != -EBUSY || !(holder = holder_is_server(h.msg)) || now_ns() > give_up)
 			break;
 		/* Another client's server holds the image: it is starting (and
-		 * will listen) or leaving (and will let go). Try again. */
+		 * will listen) or leaving (and will let go). Unless it serves
+		 * another network namespace, whose abstract names are not ours. */
+		if (other_netns(holder)) {
+			snprintf(p->errmsg, sizeof(p->errmsg), "in use by pid %d, a simplefs_server in another "
+				 "network namespace: its attach socket %s is not reachable from this one",
+				 (int)holder, named ? an.shown : "@urfs/...");
+			r = -EBUSY;
+			goto err;
+		}
 		close(sv[0]);
 		sv[0] = -1;
 		reap(pid);
 		pid = -1;
 		P->spawned = 0;
-		struct timespec ts = { 0, 5 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
 	}
 	if (h.err) {
 		snprintf(p->errmsg, sizeof(p->errmsg), "%s", h.msg);
@@ -540,23 +611,25 @@ UR_EXPORT int urfs_queue_init(unsigned entries, struct urfs_ring *ring, unsigned
 	return urfs_queue_init_params(entries, ring, &p);
 }
 
-/* Wait (bounded) until process pid (not our child) has ended: gone, or a
- * zombie its parent has yet to reap. On the exit path only. */
-static void wait_gone(pid_t pid, int timeout_ms)
+/* How long urfs_queue_exit waits for the server's last word:
+ * $UR_EXIT_TIMEOUT_MS when it is a number of milliseconds from 1 to
+ * EXIT_TIMEOUT_MS, else EXIT_TIMEOUT_MS. */
+static uint64_t exit_timeout_ns(void)
 {
-	char path[64], st[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
-	for (;;) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return;
-		ssize_t n = read(fd, st, sizeof(st) - 1);
-		close(fd);
-		st[n > 0 ? n : 0] = '\0';
-		const char *rp = strrchr(st, ')');
-		if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X' || now_ns() > end)
-			return;
+	const char *e = getenv("UR_EXIT_TIMEOUT_MS");
+	char *end = NULL;
+	unsigned long ms = e && *e ? strtoul(e, &end, 10) : 0;
+	if (!ms || *end || ms > EXIT_TIMEOUT_MS)
+		ms = EXIT_TIMEOUT_MS;
+	return (uint64_t)ms * 1000000u;
+}
+
+/* Wait until process pid (not our child) has ended, gone or a zombie its
+ * parent has yet to reap, or until the clock passes end. On the exit path
+ * only. */
+static void wait_gone(pid_t pid, uint64_t end)
+{
+	while (alive(pid) && now_ns() <= end) {
 		struct timespec ts = { 0, 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
@@ -564,7 +637,9 @@ static void wait_gone(pid_t pid, int timeout_ms)
 
 /* urfs_queue_exit that says how the server ended: 0 when it released the
  * ring cleanly (and, if this was its last client, unmounted cleanly), -EIO
- * when it failed to unmount or died. */
+ * when it failed to unmount or died, -ETIMEDOUT when it said nothing within
+ * the exit bound (exit_timeout_ns): this side of the ring is released all
+ * the same, and the server is left as it is. */
 int __urfs_queue_exit_status(struct urfs_ring *ring)
 {
 	if (!ring->priv)
@@ -574,16 +649,18 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 	 * end closing, says it has. Waiting for that, not for waitpid, also
 	 * works when the program ignores SIGCHLD. */
 	shutdown(ring->live_fd, SHUT_WR);
-	int waited_ms = 0, bye = 0, last = 0, err = 0;
-	while (waited_ms < EXIT_TIMEOUT_MS) {
-		struct pollfd pf = { .fd = ring->live_fd, .events = POLLIN };
-		int r = poll(&pf, 1, 1000);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r == 0) {
-			waited_ms += 1000;
-			continue;
+	uint64_t end = now_ns() + exit_timeout_ns();
+	int bye = 0, last = 0, err = 0, timed_out = 0;
+	for (;;) {
+		uint64_t t = now_ns();
+		if (t >= end) {
+			timed_out = 1;
+			break;
 		}
+		struct pollfd pf = { .fd = ring->live_fd, .events = POLLIN };
+		int r = poll(&pf, 1, (int)((end - t + 999999) / 1000000));
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
 		struct ur_hello h;
 		ssize_t n = r < 0 ? -1 : recv(ring->live_fd, &h, sizeof(h), MSG_DONTWAIT);
 		if (n <= 0)
@@ -598,19 +675,27 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 		}
 	}
 	close(ring->live_fd);
-	/* A server that has not finished long after its client left is broken:
-	 * end it rather than hang the client (the journal keeps the image sound). */
-	if (waited_ms >= EXIT_TIMEOUT_MS && ring->server_pid > 0)
-		kill(ring->server_pid, SIGKILL);
-	/* Our child: reap it once it exits (its last client gone, or dead);
-	 * if it serves others still, it is reaped when it ends (a zombie until
-	 * this process waits for it or exits: docs/ABI.md). Another process's
-	 * child: its last client returns when it has exited. */
+	/* A server that says nothing within the bound is stopped or wedged.
+	 * This client leaves without it and never signals it: other clients
+	 * may have attached to it (this process cannot know they have not),
+	 * and a stopped server serves them again once it runs. Only a server
+	 * this process started for this ring alone (URFS_SETUP_EXCL: nobody
+	 * else could attach while the ring lived) is ended, as nobody else
+	 * needs it, and reaped. */
 	int st = 0;
-	if (ring->server_pid > 0 && ring->priv->spawned && (last || !bye))
+	if (timed_out && ring->server_pid > 0 && ring->priv->spawned && (ring->flags & URFS_SETUP_EXCL)) {
+		kill(ring->server_pid, SIGKILL);
+		reap(ring->server_pid);
+	} else if (!timed_out && ring->server_pid > 0 && ring->priv->spawned && (last || !bye)) {
+		/* Our child: reap it once it exits (its last client gone, or
+		 * dead); if it serves others still, it is reaped when it ends (a
+		 * zombie until this process waits for it or exits: docs/ABI.md). */
 		st = reap(ring->server_pid);
-	else if (ring->server_pid > 0 && last)
-		wait_gone(ring->server_pid, EXIT_TIMEOUT_MS);
+	} else if (!timed_out && ring->server_pid > 0 && last) {
+		/* Another process's child: its last client returns when it has
+		 * exited (within what is left of the bound). */
+		wait_gone(ring->server_pid, end);
+	}
 	close(ring->sq_fd);
 	close(ring->cq_fd);
 	munmap(ring->region, ring->region_size);
@@ -618,6 +703,8 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 	free_priv(ring->priv);
 	memset(ring, 0, sizeof(*ring));
 	ring->sq_fd = ring->cq_fd = ring->live_fd = -1;
+	if (timed_out)
+		return -ETIMEDOUT;
 	return bye && err == 0 && st == 0 ? 0 : -EIO;
 }
 

@@ -11,7 +11,8 @@
  * region sealed against shrinking, seals read before the size, a header
  * ur_region_check accepts); block on a client (every socket call here is
  * non-blocking, a silent connection is dropped after UR_PEND_NS); unmap a
- * ring while its AIO is in flight; or remove a socket file it did not make.
+ * ring while its AIO is in flight; or take an attach name another user holds
+ * for its own (attach.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -182,90 +182,81 @@ void ur_host_drop(struct ur_host *h, struct ur_server *s)
 	free(s);
 }
 
-/* Does a live server listen at path? Its pid, else 0. */
-static pid_t listener(const char *path)
+/* Does anyone listen at the attach name n? 1 with its credentials in *cr
+ * and *ours set when it is of this user (ur_attach_peer), else 0 (nobody
+ * bound it, or it is bound but not listening). */
+static int listener(const struct ur_attach_name *n, struct ucred *cr, int *ours)
 {
+	memset(cr, 0, sizeof(*cr));
+	*ours = 0;
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
-	struct sockaddr_un a;
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	memcpy(a.sun_path, path, strlen(path) + 1);
-	struct ucred cr;
-	socklen_t cl = sizeof(cr);
-	pid_t pid = 0;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 && cr.pid > 0)
-		pid = cr.pid;
+	int r = connect(fd, (const struct sockaddr *)&n->a, n->len) == 0;
+	if (r)
+		*ours = ur_attach_peer(fd, cr) == 0;
 	close(fd);
-	return pid;
+	return r;
 }
 
-int ur_host_listen(struct ur_host *h, const char *image, pid_t *other)
+int ur_host_listen(struct ur_host *h, const char *image, pid_t *other, char *err, size_t errlen)
 {
-	char path[sizeof(h->sock_path)], dir[sizeof(h->sock_path)];
+	struct ur_attach_name n;
 	*other = 0;
-	int r = ur_attach_path(image, path, sizeof(path), 1);
-	if (r < 0)
+	int r = ur_attach_name(image, &n);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot name the attach socket of %.120s: %s", image, strerror(-r));
 		return r;
-	/* Check and bind under the directory's lock: read-only servers of one
-	 * image (their image locks are shared) starting at once must not both
-	 * take the name, nor one unlink the other's socket. */
-	memcpy(dir, path, sizeof(dir));
-	*strrchr(dir, '/') = '\0';
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	while (flock(dfd, LOCK_EX) < 0)
-		if (errno != EINTR) {
+	}
+	/* Binding an abstract name is atomic: EADDRINUSE while any socket
+	 * holds it. A holder that is bound but not yet listening (a read-only
+	 * server of this image starting at this moment) is given a little
+	 * time. */
+	for (int tries = 0;; tries++) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0) {
 			r = -errno;
-			close(dfd);
+			snprintf(err, errlen, "cannot make the attach socket: %s", strerror(-r));
 			return r;
 		}
-	pid_t pid = listener(path);
-	if (pid > 0) {
-		/* Another server of this image (read-only, like us) serves it. */
-		close(dfd);
-		*other = pid;
-		return -EADDRINUSE;
-	}
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		r = -errno;
-		close(dfd);
-		return r;
-	}
-	struct sockaddr_un a;
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	memcpy(a.sun_path, path, strlen(path) + 1);
-	/* A socket left by a server that died: nobody listens on it. */
-	(void)unlink(path);
-	mode_t old = umask(0177);              /* the socket is born 0600 */
-	r = bind(fd, (struct sockaddr *)&a, sizeof(a));
-	umask(old);
-	struct stat st;
-	if (r < 0 || listen(fd, 16) < 0 || lstat(path, &st) < 0) {
+		if (bind(fd, (struct sockaddr *)&n.a, n.len) == 0 && listen(fd, 16) == 0) {
+			h->listen_fd = fd;
+			return 0;
+		}
 		r = -errno;
 		close(fd);
-		close(dfd);
-		return r;
+		if (r != -EADDRINUSE) {
+			snprintf(err, errlen, "cannot listen on the attach socket %s: %s", n.shown, strerror(-r));
+			return r;
+		}
+		struct ucred cr;
+		int ours = 0;
+		if (listener(&n, &cr, &ours)) {
+			if (ours) {
+				/* Another server of this image (read-only, like
+				 * us: the image's lock is shared) serves it. */
+				*other = cr.pid;
+				return -EADDRINUSE;
+			}
+			snprintf(err, errlen, "the attach socket %s of this image is held by pid %d of uid %u, "
+				 "another user: refused (docs/ABI.md, many clients)", n.shown, (int)cr.pid,
+				 (unsigned)cr.uid);
+			return -EACCES;
+		}
+		if (tries >= 100) {
+			snprintf(err, errlen, "the attach socket %s of this image is taken by a process that "
+				 "does not listen on it", n.shown);
+			return -EADDRINUSE;
+		}
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
 	}
-	close(dfd);                            /* the lock goes with it */
-	h->listen_fd = fd;
-	h->sock_ino = st.st_ino;
-	memcpy(h->sock_path, path, sizeof(path));
-	return 0;
 }
 
 void ur_host_unlisten(struct ur_host *h)
 {
 	if (h->listen_fd < 0)
 		return;
-	struct stat st;
-	if (lstat(h->sock_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == h->sock_ino)
-		unlink(h->sock_path);
 	close(h->listen_fd);
 	h->listen_fd = -1;
 	for (int i = 0; i < UR_PEND_MAX; i++)

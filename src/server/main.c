@@ -231,20 +231,20 @@ int main(int argc, char **argv)
 	}
 	/* Later clients of this image attach through its socket (ABI.md). */
 	pid_t other = 0;
-	if (strcmp(be->name, "none") && (r = ur_host_listen(&h, conf.image, &other)) < 0) {
-		if (other > 0) {
-			/* A read-only server of this image started first: our
-			 * client attaches to it (it tries again on this answer). */
+	if (strcmp(be->name, "none") && (r = ur_host_listen(&h, conf.image, &other, err, sizeof(err))) < 0) {
+		/* A read-only server of this image started first: our client
+		 * attaches to it (it tries again on this answer). Any other
+		 * failure: no server runs without its socket (a later client
+		 * would find the image locked and nobody to attach to), the
+		 * client gets the reason. */
+		if (other > 0)
 			snprintf(err, sizeof(err), "in use by pid %d, a read-only server of this image",
 				 (int)other);
-			while (h.rings)
-				ur_host_drop(&h, h.rings);
-			be->fini(bst);
-			hello(live, -EBUSY, err);
-			return 0;
-		}
-		if (stats)
-			fprintf(stderr, "simplefs_server: no socket for more clients: %s\n", strerror(-r));
+		while (h.rings)
+			ur_host_drop(&h, h.rings);
+		be->fini(bst);
+		hello(live, other > 0 ? -EBUSY : r, err);
+		return other > 0 ? 0 : 1;
 	}
 	if (hello(live, 0, "ready") < 0)
 		s->gone = 1;                 /* nobody listening: drop it, unmount and go */

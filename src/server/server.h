@@ -150,9 +150,7 @@ struct ur_host {
 	unsigned attach_flags;             /* UR_ATTACH_* of the mount */
 	struct ur_server *rings;           /* served round-robin */
 	uint32_t nrings;
-	int listen_fd;                     /* -1: no attaching (no image, no path) */
-	char sock_path[108];
-	uint64_t sock_ino;                 /* the socket file we made (unlink only it) */
+	int listen_fd;                     /* -1: no attaching (no image) */
 	/* Connections accepted whose attach message has not come yet. */
 	int pend_fd[UR_PEND_MAX];
 	uint64_t pend_t[UR_PEND_MAX];
@@ -222,8 +220,10 @@ int  ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live,
 		 char *err, size_t errlen);
 /* Tear down s (AIO drained first, files closed, region unmapped) and drop it. */
 void ur_host_drop(struct ur_host *h, struct ur_server *s);
-/* Listen for later clients on the image's socket (attach.h's rule). */
-int  ur_host_listen(struct ur_host *h, const char *image, pid_t *other);
+/* Listen for later clients at the image's attach name (attach.h): 0;
+ * -EADDRINUSE with *other, the pid of a server of ours that listens there
+ * already; or -errno and why in err (-EACCES: another user holds the name). */
+int  ur_host_listen(struct ur_host *h, const char *image, pid_t *other, char *err, size_t errlen);
 /* Take the connections waiting on the listening socket (never blocks). */
 void ur_host_accept(struct ur_host *h);
 /* A waiting connection's attach message (or its hang-up) arrived. */
