@@ -9,7 +9,8 @@
 # non-zero if any test failed.
 #
 #   sh tests/run.sh [NAME...]      (NAME: test_foo, to run a subset)
-# Environment: O (build directory, default .), TEST_TIMEOUT (seconds, 300; a
+# Environment: O (build directory, default .), TEST_JOBS (tests at a time, 2 where
+# there are 2 CPUs, else 1; see below), TEST_TIMEOUT (seconds, 300; a
 # test whose source says "Time limit: N s" gets N when that is more),
 # TEST_WRAP (a command to run each test under, e.g. "valgrind -q --error-exitcode=1"),
 # TEST_UR_SERVER (the server the library starts, e.g. scripts/valgrind-server.sh),
