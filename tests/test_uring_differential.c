@@ -60,7 +60,10 @@ struct fixture {
 	int keep[4];                    /* the other ends of the empty pipes and sockets */
 };
 
-static char top[4096];              /* the test's own directory */
+/* The working directory between runs: a directory this test made and removed (main), so that
+ * a path relative to AT_FDCWD resolved outside a run (by a request that outlived it) creates
+ * nothing, anywhere (-ENOENT); an fd, for fchdir. Within a run it is the fixture's directory. */
+static int away = -1;
 static char *buf;                   /* BUF bytes, then an unmapped page */
 static char *hole;
 static struct iovec iovs[2];
@@ -531,7 +534,7 @@ static void run_on(struct io_uring *ring, const struct gen *g, const int *pos, l
 	if (o->pending)
 		settle(ring, g->op, &f);
 	o->nstate = fixture_state(&f, o->state, sizeof o->state);
-	CHECK_EQ(chdir(top), 0);
+	CHECK_EQ(fchdir(away), 0);
 	fixture_free(&f);
 }
 
@@ -847,7 +850,12 @@ int main(void)
 	long rtrials = e ? atol(e) : 1000;
 	e = getenv("SEED");
 	uint64_t seed = e ? strtoull(e, NULL, 0) : 0x5eed1234abcdull;
-	CHECK(getcwd(top, sizeof top));
+	char gone[] = "/tmp/tu_diff_awayXXXXXX";
+	CHECK(mkdtemp(gone) != NULL);
+	away = open(gone, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(away >= 0);
+	CHECK_EQ(fchdir(away), 0);
+	CHECK_EQ(rmdir(gone), 0);
 	signal(SIGPIPE, SIG_IGN);                   /* writes to the socket whose peer is gone */
 	char *m = mmap(NULL, BUF + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(m != MAP_FAILED);
