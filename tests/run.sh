@@ -24,6 +24,11 @@
 # process dropped the variable); those are given REAP_GRACE seconds (5; 30 with
 # VG_SERVER, whose servers write their reports as they exit) to leave by
 # themselves, then SIGTERM, then SIGKILL.
+# A test writes only in its own temporary directory: where the source tree is a
+# git checkout (and the temporary directories are outside it), a file that
+# appears in the tree while a test runs, untracked and not ignored (git
+# ls-files -o --exclude-standard, compared before and after), fails that test
+# with a line "left in the source tree: FILE" in its output; the file is left.
 O=${O:-.}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$O" && pwd)
@@ -66,7 +71,16 @@ reap() {
 [ -n "$VG_SERVER" ] && REAP_GRACE=${REAP_GRACE:-30}
 REAP_GRACE=${REAP_GRACE:-5}
 dir=""   # the test running: ended with the run when the run is interrupted
-cleanup() { [ -z "$dir" ] || { reap "$dir"; rm -rf "$dir" "$dir.log"; }; }
+# untracked: the tree's files that git neither tracks nor ignores, sorted
+untracked() { git -C "$TOP" ls-files -o --exclude-standard 2>/dev/null | sort; }
+strays=""   # the list before the test running, when the tree is checked (above)
+if [ -e "$TOP/.git" ] && command -v git >/dev/null 2>&1; then
+	case "$(cd "${TMPDIR:-/tmp}" && pwd -P)/" in
+	"$(cd "$TOP" && pwd -P)/"*) ;;   # the tests' own directories would be in the tree
+	*) strays=$(mktemp "${TMPDIR:-/tmp}/urtest.strays.XXXXXX") ;;
+	esac
+fi
+cleanup() { [ -z "$dir" ] || { reap "$dir"; rm -rf "$dir" "$dir.log"; }; [ -z "$strays" ] || rm -f "$strays"; }
 trap 'cleanup; exit 129' HUP
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
@@ -84,6 +98,7 @@ for t in $list; do
 		echo "FAIL $name: $t is not built"; fail=$((fail + 1)); failed="$failed $name"; continue
 	fi
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/urtest.$name.XXXXXX")
+	[ -z "$strays" ] || untracked > "$strays"
 	start=$(date +%s)
 	if [ -n "$VG_SERVER" ]; then
 		export VG_LOGDIR="$VG_BASE/$name"
@@ -95,6 +110,13 @@ for t in $list; do
 	rc=$?
 	secs=$(( $(date +%s) - start ))
 	left=$(reap "$dir")
+	if [ -n "$strays" ]; then   # a file the test left in the source tree fails it
+		new=$(untracked | comm -13 "$strays" -)
+		if [ -n "$new" ]; then
+			echo "$new" | sed 's/^/left in the source tree: /' >> "$dir.log"
+			[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] && rc=97
+		fi
+	fi
 	if [ -n "$VG_SERVER" ]; then   # a server's valgrind errors fail its test
 		for f in "$VG_LOGDIR"/server.*.log; do
 			[ -s "$f" ] || continue
@@ -124,6 +146,7 @@ for t in $list; do
 	[ -n "$left" ] && echo "$left"
 	rm -rf "$dir" "$dir.log"; dir=""
 done
+[ -z "$strays" ] || rm -f "$strays"
 [ -n "$failed" ] && echo "failed:$failed"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ] && [ $((pass + skip)) -gt 0 ]
