@@ -12,9 +12,11 @@
  * fd), each SQE's fresh fixture moved (dup3) to fd numbers that named other kinds for the SQE
  * before, the same sequence on both rings: the emulated ring's per-ring cache of an fd number's
  * kind (DROPIN.md) goes stale, as when a program closes an fd itself and gets the number back for
- * another file. The kernel is the reference: with io_uring blocked this test has nothing to
- * compare with and skips both parts. TRIALS (env) sets the number of SQEs of part 1 (default
- * 1500), REUSE_TRIALS of part 2 (default 1000), SEED the seed of both. */
+ * another file. Part 3: fixed scripts of IOSQE_IO_DRAIN (drained, linked and failing NOPs, READs
+ * and POLL_ADDs of empty pipes, in batches), the CQEs that came at each look compared. The
+ * kernel is the reference: with io_uring blocked this test has nothing to compare with and
+ * skips all three parts. TRIALS (env) sets the number of SQEs of part 1 (default 1500),
+ * REUSE_TRIALS of part 2 (default 1000), SEED the seed of both. */
 #include "test_uring.h"
 #include "parts.h"
 #include <dirent.h>
