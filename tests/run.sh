@@ -26,6 +26,12 @@
 # process dropped the variable); those are given REAP_GRACE seconds (5; 30 with
 # VG_SERVER, whose servers write their reports as they exit) to leave by
 # themselves, then SIGTERM, then SIGKILL.
+# A test writes only in its own temporary directory: where the source tree is a
+# git checkout (and the temporary directories are outside it), a file that
+# appears in the tree during the run, untracked and not ignored (git ls-files
+# -o --exclude-standard, compared with the list at the start), fails the test
+# that ended next (exit 97; the tests running beside it are named too) with a
+# line "left in the source tree: FILE"; the file is left.
 O=${O:-.}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$O" && pwd)
@@ -74,9 +80,19 @@ REAP_GRACE=${REAP_GRACE:-5}
 JOBS=${TEST_JOBS:-$( [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 1)}
 case $JOBS in ''|*[!0-9]*|0) echo "run.sh: TEST_JOBS must be a count of 1 or more"; exit 2 ;; esac
 running=""   # "DIR:PID" of each test running; ended with the run when it is interrupted
+# untracked: the tree's files that git neither tracks nor ignores, sorted
+untracked() { git -C "$TOP" ls-files -o --exclude-standard 2>/dev/null | sort; }
+strays=""   # a file with that list at the start (and what was found since), when the tree is checked
+if [ -e "$TOP/.git" ] && command -v git >/dev/null 2>&1; then
+	case "$(cd "${TMPDIR:-/tmp}" && pwd -P)/" in
+	"$(cd "$TOP" && pwd -P)/"*) ;;   # the tests' own directories would be in the tree
+	*) strays=$(mktemp "${TMPDIR:-/tmp}/urtest.strays.XXXXXX"); untracked > "$strays" ;;
+	esac
+fi
 cleanup() {
 	for r in $running; do kill "${r#*:}" 2>/dev/null; done
 	for r in $running; do reap "${r%:*}"; rm -rf "${r%:*}" "${r%:*}".*; done
+	[ -z "$strays" ] || rm -f "$strays"
 }
 trap 'cleanup; exit 129' HUP
 trap 'cleanup; exit 130' INT
@@ -130,11 +146,28 @@ one() {
 	echo "$res" > "$dir.res"
 }
 
-# collect DIR: prints an ended test's report and counts its result
+# name DIR: the test a directory was made for
+name() { basename "$1" | sed 's/^urtest\.\(.*\)\.[^.]*$/\1/'; }
+# collect DIR: prints an ended test's report and counts its result; a file that
+# appeared in the source tree since the last look fails it
 collect() {
-	d=$1; n=$(basename "$d" | sed 's/^urtest\.\(.*\)\.[^.]*$/\1/')
-	cat "$d.out"
+	d=$1; n=$(name "$d")
 	read -r res parts < "$d.res"
+	new=""
+	if [ -n "$strays" ]; then
+		new=$(untracked | comm -13 "$strays" -)
+		[ -z "$new" ] || untracked > "$strays"   # each file is named once
+	fi
+	if [ -n "$new" ] && [ "$res" != fail ]; then
+		echo "FAIL $n (exit 97, $(cat "$d.secs")s)"; res=fail
+	else
+		cat "$d.out"
+	fi
+	if [ -n "$new" ]; then
+		echo "$new" | sed 's/^/    left in the source tree: /'
+		beside=$(for r in $running; do [ "${r%:*}" = "$d" ] || name "${r%:*}"; done | tr '\n' ' ')
+		[ -z "$beside" ] || echo "    (tests running beside it: ${beside% })"
+	fi
 	case $res in
 	pass) pass=$((pass + 1)); skip=$((skip + parts)) ;;
 	skip) skip=$((skip + 1)) ;;
@@ -177,6 +210,7 @@ for t in $list; do
 	[ "$serial" = 1 ] && wait_below 1
 done
 wait_below 1
+[ -z "$strays" ] || rm -f "$strays"
 [ -n "$failed" ] && echo "failed:$failed"
 [ -n "$times" ] && echo "slowest: $(printf '%s' "$times" | sort -rn | head -n 5 | sed 's/^\([0-9]*\) \(.*\)/\2 \1s/' | tr '\n' ',' | sed 's/,$//;s/,/, /g')"
 echo "$pass passed, $fail failed, $skip skipped"

@@ -1,6 +1,6 @@
 /* Description: cancelling what waits behind a running IOSQE_IO_DRAIN request (the next chain,
- * drained in its turn as the kernel's drain_next, and what queued behind it) does not lift the
- * drain for what is submitted later, in all three modes: a drained READ waits on a pipe; NOP 2
+ * held back until nothing runs, and what queued behind it) does not lift the drain for what is
+ * submitted later, in all three modes: a drained READ waits on a pipe; NOP 2
  * (and NOP 3 behind it) are submitted and held back; IORING_REGISTER_SYNC_CANCEL cancels each
  * (the emulation can cancel a deferred request, the kernel cannot); one more NOP is submitted
  * after that, before the READ's data is written. No NOP may succeed before the READ completed.

@@ -12,9 +12,11 @@
  * fd), each SQE's fresh fixture moved (dup3) to fd numbers that named other kinds for the SQE
  * before, the same sequence on both rings: the emulated ring's per-ring cache of an fd number's
  * kind (DROPIN.md) goes stale, as when a program closes an fd itself and gets the number back for
- * another file. The kernel is the reference: with io_uring blocked this test has nothing to
- * compare with and skips both parts. TRIALS (env) sets the number of SQEs of part 1 (default
- * 1500), REUSE_TRIALS of part 2 (default 1000), SEED the seed of both. */
+ * another file. Part 3: fixed scripts of IOSQE_IO_DRAIN (drained, linked and failing NOPs, READs
+ * and POLL_ADDs of empty pipes, in batches), the CQEs that came at each look compared. The
+ * kernel is the reference: with io_uring blocked this test has nothing to compare with and
+ * skips all three parts. TRIALS (env) sets the number of SQEs of part 1 (default 1500),
+ * REUSE_TRIALS of part 2 (default 1000), SEED the seed of both. */
 #include "test_uring.h"
 #include "parts.h"
 #include <dirent.h>
@@ -60,7 +62,10 @@ struct fixture {
 	int keep[4];                    /* the other ends of the empty pipes and sockets */
 };
 
-static char top[4096];              /* the test's own directory */
+/* The working directory between runs: a directory this test made and removed (main), so that
+ * a path relative to AT_FDCWD resolved outside a run (by a request that outlived it) creates
+ * nothing, anywhere (-ENOENT); an fd, for fchdir. Within a run it is the fixture's directory. */
+static int away = -1;
 static char *buf;                   /* BUF bytes, then an unmapped page */
 static char *hole;
 static struct iovec iovs[2];
@@ -531,7 +536,7 @@ static void run_on(struct io_uring *ring, const struct gen *g, const int *pos, l
 	if (o->pending)
 		settle(ring, g->op, &f);
 	o->nstate = fixture_state(&f, o->state, sizeof o->state);
-	CHECK_EQ(chdir(top), 0);
+	CHECK_EQ(fchdir(away), 0);
 	fixture_free(&f);
 }
 
@@ -692,12 +697,152 @@ static long part_reuse(long trials)
 	return bad;
 }
 
+/*
+ * Part 3: IOSQE_IO_DRAIN against the kernel's ring. Each script runs on a fresh kernel ring
+ * and a fresh emulated one: its SQEs (user_data: their place in the script, from 1) are
+ * queued and submitted in the batches it says, and at each "look" the CQEs that came are
+ * noted (user_data and result, in user_data order): the kernel's ring until none came for
+ * 100 ms, the emulated one until it has as many (5 s at most) and then none for 100 ms. Every
+ * step of a script is one whose outcome this kernel (Linux 6.18) gives every time: a drained
+ * NOP submitted alone and not waited for before the next submission is not among them (the
+ * kernel's ring may or may not still count it as running then).
+ * Words: read (16 bytes of a file that holds them), nop, bad (a NOP with ioprio 1: -EINVAL at
+ * preparation), pollA, pollB (POLLIN of an empty pipe, A or B), each with +drain, +link; submit;
+ * look; writeA, writeB (a byte into it).
+ */
+static const struct {
+	const char *name, *script;
+} drain_scripts[] = {
+	/* what follows a drained request waits for it to complete, not for each other: the last
+	 * NOP completes though the poll before it does not; the drain stays active while the
+	 * poll it held back runs, so a NOP submitted later waits for the poll */
+	{ "after a drain", "read nop+drain pollA nop submit look nop submit look writeA look" },
+	{ "a drain inside a chain drains the next chain", "nop+link nop+drain pollA nop submit look writeA look" },
+	{ "a drain on a chain's head does not", "nop+link+drain nop pollA nop submit look writeA look" },
+	{ "a drained poll", "pollA+drain pollB submit look writeA look nop submit look writeB look" },
+	{ "a drain and a poll in one batch", "nop+drain pollA submit look nop submit look writeA look" },
+	{ "a drain waits", "pollA nop+drain submit look writeA look pollB submit nop submit look writeB look" },
+	{ "a drain that ended", "nop+drain submit look pollA submit nop submit look writeA look" },
+	/* what fails preparation (a NOP's ioprio) completes at once, behind a drain or not */
+	{ "a request that fails", "pollA+drain submit nop bad submit look writeA look" },
+	{ "a chain that fails", "pollA+drain submit nop+link bad submit look writeA look" },
+};
+
+#define DLOOKS 8
+struct dout {
+	int nlook;
+	int count[DLOOKS];            /* CQEs at each look */
+	char text[512];               /* "| ud:res ... | ..." */
+};
+
+/* The CQEs that come now, into o (at least want of them, waited for). */
+static void drain_look(struct io_uring *ring, int want, struct dout *o)
+{
+	uint64_t ud[16];
+	int32_t res[16];
+	int n = 0;
+	for (;;) {
+		struct io_uring_cqe *c;
+		struct __kernel_timespec t = { n < want ? 5 : 0, n < want ? 0 : 100000000 };
+		if (io_uring_wait_cqe_timeout(ring, &c, &t))
+			break;
+		CHECK(n < 16);
+		int i = n++;
+		for (; i > 0 && ud[i - 1] > c->user_data; i--) {
+			ud[i] = ud[i - 1];
+			res[i] = res[i - 1];
+		}
+		ud[i] = c->user_data;
+		res[i] = c->res;
+		io_uring_cqe_seen(ring, c);
+	}
+	CHECK(o->nlook < DLOOKS);
+	o->count[o->nlook++] = n;
+	size_t len = strlen(o->text);
+	len += (size_t)snprintf(o->text + len, sizeof o->text - len, " |");
+	for (int i = 0; i < n && len < sizeof o->text; i++)
+		len += (size_t)snprintf(o->text + len, sizeof o->text - len, " %llu:%d", (unsigned long long)ud[i], res[i]);
+}
+
+/* script on a fresh ring, emulated or not; ref: the kernel's outcome (how many CQEs to wait
+ * for at each look), or NULL */
+static void drain_run(const char *script, int emulated, const struct dout *ref, struct dout *o)
+{
+	struct io_uring ring;
+	int pa[2], pb[2], mfd = memfd_create("drain", MFD_CLOEXEC);
+	static char rbuf[16];
+	char words[256], *save = NULL;
+	unsigned ud = 0, queued = 0;
+	memset(o, 0, sizeof(*o));
+	ring_make(&ring, emulated);
+	CHECK(mfd >= 0);
+	CHECK_EQ(write(mfd, "0123456789abcdef", 16), 16);
+	CHECK_EQ(pipe2(pa, O_CLOEXEC), 0);
+	CHECK_EQ(pipe2(pb, O_CLOEXEC), 0);
+	CHECK(strlen(script) < sizeof words);
+	strcpy(words, script);
+	for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		if (!strcmp(w, "submit")) {
+			CHECK_EQ(io_uring_submit(&ring), queued);
+			queued = 0;
+		} else if (!strcmp(w, "look")) {
+			drain_look(&ring, ref ? ref->count[o->nlook] : 0, o);
+		} else if (!strcmp(w, "writeA") || !strcmp(w, "writeB")) {
+			CHECK_EQ(write(w[5] == 'A' ? pa[1] : pb[1], "x", 1), 1);
+		} else {
+			struct io_uring_sqe *s = tu_sqe(&ring);
+			if (!strncmp(w, "read", 4))
+				io_uring_prep_read(s, mfd, rbuf, sizeof rbuf, 0);
+			else if (!strncmp(w, "nop", 3))
+				io_uring_prep_nop(s);
+			else if (!strncmp(w, "bad", 3)) {
+				io_uring_prep_nop(s);
+				s->ioprio = 1;
+			}
+			else if (!strncmp(w, "poll", 4))
+				io_uring_prep_poll_add(s, w[4] == 'A' ? pa[0] : pb[0], POLLIN);
+			else
+				FAIL("drain script \"%s\": what is \"%s\"?", script, w);
+			if (strstr(w, "+drain"))
+				s->flags |= IOSQE_IO_DRAIN;
+			if (strstr(w, "+link"))
+				s->flags |= IOSQE_IO_LINK;
+			s->user_data = ++ud;
+			queued++;
+		}
+	}
+	io_uring_queue_exit(&ring);
+	close(mfd);
+	close(pa[0]);
+	close(pa[1]);
+	close(pb[0]);
+	close(pb[1]);
+}
+
+/* Part 3: the number of scripts answered differently. */
+static long part_drain(void)
+{
+	long bad = 0;
+	for (size_t i = 0; i < sizeof drain_scripts / sizeof drain_scripts[0]; i++) {
+		struct dout k, u;
+		drain_run(drain_scripts[i].script, 0, NULL, &k);
+		drain_run(drain_scripts[i].script, 1, &k, &u);
+		if (strcmp(k.text, u.text)) {
+			fprintf(stderr, "DIFF drain \"%s\" (%s): CQEs at each look: kernel%s, emulated%s\n",
+				drain_scripts[i].name, drain_scripts[i].script, k.text, u.text);
+			bad++;
+		}
+	}
+	return bad;
+}
+
 int main(void)
 {
 	char why[256];
 	if (!tu_have_io_uring(why, sizeof why)) {
 		tu_part_skip("io_uring", "emulated ring against the kernel's", why);
 		tu_part_skip("io_uring", "emulated ring against the kernel's, fd numbers reused", why);
+		tu_part_skip("io_uring", "IOSQE_IO_DRAIN scripts, emulated ring against the kernel's", why);
 		return 0;
 	}
 	tu_uring_check_lib();
@@ -707,7 +852,12 @@ int main(void)
 	long rtrials = e ? atol(e) : 1000;
 	e = getenv("SEED");
 	uint64_t seed = e ? strtoull(e, NULL, 0) : 0x5eed1234abcdull;
-	CHECK(getcwd(top, sizeof top));
+	char gone[] = "/tmp/tu_diff_awayXXXXXX";
+	CHECK(mkdtemp(gone) != NULL);
+	away = open(gone, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(away >= 0);
+	CHECK_EQ(fchdir(away), 0);
+	CHECK_EQ(rmdir(gone), 0);
 	signal(SIGPIPE, SIG_IGN);                   /* writes to the socket whose peer is gone */
 	char *m = mmap(NULL, BUF + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(m != MAP_FAILED);
@@ -727,8 +877,12 @@ int main(void)
 	tu_part_ran("io_uring", "emulated ring against the kernel's, fd numbers reused");
 	printf("SUMMARY: %ld SQEs on two kept rings, fd numbers reused for other kinds, %ld answered differently\n",
 	       rtrials, rbad);
-	if (bad || rbad)
-		FAIL("%ld of %ld SQEs on fresh rings and %ld of %ld on kept rings answered differently", bad, trials,
-		     rbad, rtrials);
+	long dbad = part_drain();
+	tu_part_ran("io_uring", "IOSQE_IO_DRAIN scripts, emulated ring against the kernel's");
+	printf("SUMMARY: %zu IOSQE_IO_DRAIN scripts, %ld answered differently\n",
+	       sizeof drain_scripts / sizeof drain_scripts[0], dbad);
+	if (bad || rbad || dbad)
+		FAIL("%ld of %ld SQEs on fresh rings, %ld of %ld on kept rings and %ld drain scripts answered differently",
+		     bad, trials, rbad, rtrials, dbad);
 	return 0;
 }

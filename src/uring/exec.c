@@ -2042,11 +2042,8 @@ int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct u
 			cancel_one_locked(r, m, m == q ? res : m->prep_err ? m->prep_err : -ECANCELED, 0);
 			m = n;
 		}
-		/* The queue held back all that is submitted later until nothing runs (the
-		 * drain of a running request among it): emptied now, the next chain keeps
-		 * that wait (the kernel cannot cancel a deferred request) */
-		if (!r->defer_head && r->inflight)
-			__atomic_store_n(&r->drain_next, 1, __ATOMIC_RELAXED);
+		/* the drain stays active though the queue may be empty now: what is
+		 * submitted later still waits for what runs (queue_chain_locked) */
 		if (r->inflight == 0 && r->defer_head)
 			release_deferred_locked(r, run);
 		return 0;
@@ -2666,23 +2663,37 @@ void exec_issue_list(struct ureq *list, int ctx)
 		kaio_flush(r);
 }
 
-/* A finished chain (head h) goes to run or waits behind a drain. Ring lock held. */
+/*
+ * A finished chain (head h) goes to run or waits behind a drain. Ring lock held.
+ * As the kernel's ring (io_uring.c: io_drain_req, io_queue_deferred; Linux 6.18):
+ * an IOSQE_IO_DRAIN chain makes the drain active, and while it is, every chain
+ * waits in the defer queue, in SQ order, when anything waits there or runs. The
+ * queue's first chain goes when nothing runs, and those behind it go with it up
+ * to the next drained one (release_deferred_locked): what follows a drained
+ * request waits for it to complete, not for each other. Only a chain without a
+ * drain of its own that goes at once ends the drain (not a release, nor a cancel
+ * that empties the queue). An IOSQE_IO_DRAIN past a chain's head drains the
+ * whole chain and the next one too (the kernel's drain_next). A chain that
+ * failed preparation is failed at once, drain or not.
+ */
 static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq ***tailp)
 {
-	/* IOSQE_IO_DRAIN also holds back what comes after: the next chain waits for
-	 * everything before it, the drained one included, even when that one did not
-	 * have to wait itself (as the kernel's drain_next) */
-	int drain = h->sqe.flags & IOSQE_IO_DRAIN;
 	if (r->drain_next) {
 		h->sqe.flags |= IOSQE_IO_DRAIN;
 		r->drain_next = 0;
 	}
-	if (drain)
+	if (h->chain_drain)
 		r->drain_next = 1;
-	if (r->defer_head || ((h->sqe.flags & IOSQE_IO_DRAIN) && r->inflight)) {
-		h->state = RS_DEFER;
-		rq_push(&r->defer_head, &r->defer_tail, h);
-		return;
+	if (h->sqe.flags & IOSQE_IO_DRAIN)
+		r->drain_active = 1;
+	if (r->drain_active && !h->chain_fail && !h->prep_err) {
+		if (r->defer_head || r->inflight) {
+			h->state = RS_DEFER;
+			rq_push(&r->defer_head, &r->defer_tail, h);
+			return;
+		}
+		if (!(h->sqe.flags & IOSQE_IO_DRAIN))
+			r->drain_active = 0;
 	}
 	r->inflight += h->chain_n;
 	h->state = RS_RUN;
@@ -2756,7 +2767,7 @@ static int fast_rw(struct emu_ring *r, const struct io_uring_sqe *s, int32_t *re
 
 /*
  * Take SQEs from the head of the SQ through the fast path while they qualify
- * and nothing is held back (drain) or dying; stops at the first that does
+ * and no drain is active and nothing dying; stops at the first that does
  * not, so CQEs keep SQ order with what the slow path does after. A short
  * transfer is handed to the slow path in *carry (copied once, already
  * consumed) with *carry_done bytes done. Returns how many SQEs were consumed.
@@ -2765,7 +2776,7 @@ static unsigned fast_submit(struct emu_ring *r, unsigned n, unsigned *headp, str
 			    uint32_t *carry_done)
 {
 	if (__atomic_load_n(&r->defer_head, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&r->drain_next, __ATOMIC_RELAXED) ||   /* a cancel may set it */
+	    r->drain_active ||                                      /* the request path decides */
 	    __atomic_load_n(&r->dying, __ATOMIC_RELAXED))
 		return 0;
 	struct fast_cqe c[FAST_BATCH];
@@ -2873,8 +2884,10 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 		unsigned lf = q->sqe.flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
 		if (chead) {
 			/* q belongs to the open chain */
-			if (q->sqe.flags & IOSQE_IO_DRAIN)
+			if (q->sqe.flags & IOSQE_IO_DRAIN) {
 				chead->sqe.flags |= IOSQE_IO_DRAIN;
+				chead->chain_drain = 1;
+			}
 			if (q->sqe.opcode == IORING_OP_LINK_TIMEOUT && !q->prep_err && ctail->lt == NULL &&
 			    ctail->sqe.opcode != IORING_OP_LINK_TIMEOUT) {
 				q->state = RS_LT_IDLE;
@@ -3074,7 +3087,7 @@ void exec_child_reset(struct emu_ring *r)
 	memset(r->udh, 0, sizeof(*r->udh) << r->udh_bits);
 	r->inflight = 0;
 	r->defer_head = r->defer_tail = NULL;
-	r->drain_next = 0;
+	r->drain_active = r->drain_next = 0;
 	r->ovf_head = r->ovf_tail = NULL;         /* the parent's to flush */
 	r->novf = 0;
 	r->wq_head = r->wq_tail = NULL;

@@ -80,6 +80,7 @@ struct ureq {
 	struct ureq *hnext, *hprev;    /* its chain in the user_data hash (cancel, remove) */
 	struct ureq *qnext;            /* work queue / defer queue */
 	uint8_t state, chain_fail, canceled, connecting, hashed;
+	uint8_t chain_drain;            /* head of a chain: a request after the head has IOSQE_IO_DRAIN */
 	uint8_t cancel_run;             /* a cancel found it running (-EALREADY): it ends, -ECANCELED, instead of waiting again */
 	uint8_t started;                /* run_one has issued it (a cancel finds only those) */
 	uint32_t chain_n;              /* head of a chain: how many requests it holds */
@@ -247,7 +248,8 @@ struct emu_ring {
 	struct ureq *freelist;
 	unsigned inflight;             /* issued, not completed (for DRAIN) */
 	struct ureq *defer_head, *defer_tail;
-	int drain_next;                /* the chain after an IO_DRAIN one is drained too (as the kernel) */
+	int drain_active;              /* an IO_DRAIN was submitted: chains wait while anything runs (queue_chain_locked) */
+	int drain_next;                /* the chain after one with an IO_DRAIN past its head is drained too */
 	struct ureq *counted, *counted_tail;  /* TIMEOUTs waiting for a completion count, by target */
 	int evfd, evfd_async;          /* registered eventfd */
 	/* registered resources */
