@@ -689,6 +689,23 @@ static unsigned cq_ready(struct emu_ring *r)
 	return __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE) - __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
 }
 
+/* Read the ring's eventfd to zero without blocking, whatever a process
+ * sharing the file (fork) did to its O_NONBLOCK: RWF_NOWAIT, or read() where
+ * the kernel has no RWF_NOWAIT for an eventfd (before 5.11). */
+static void efd_drain(int fd)
+{
+	static int no_nowait;
+	uint64_t v;
+	struct iovec io = { &v, sizeof(v) };
+	if (!__atomic_load_n(&no_nowait, __ATOMIC_RELAXED)) {
+		if (preadv2(fd, &io, 1, -1, RWF_NOWAIT) >= 0 || (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS))
+			return;
+		__atomic_store_n(&no_nowait, 1, __ATOMIC_RELAXED);
+	}
+	ssize_t rd = read(fd, &v, sizeof(v));
+	(void)rd;
+}
+
 /* Cleared without the CQ lock if another process keeps it: a wake-up lost
  * so is found by the waiter's next look (wait_cq). */
 static void efd_clear_locked(struct emu_ring *r)
@@ -696,9 +713,7 @@ static void efd_clear_locked(struct emu_ring *r)
 	if (r->dying)
 		return;
 	int locked = cq_lock(r) == 0;
-	uint64_t v;
-	ssize_t rd = read(r->ifd, &v, sizeof(v));
-	(void)rd;
+	efd_drain(r->ifd);
 	__atomic_store_n(r->rfd_signalled, 0, __ATOMIC_RELAXED);
 	if (locked)
 		cq_unlock(r);
