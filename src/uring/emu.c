@@ -139,6 +139,20 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_REALTIME ms milliseconds from now (pthread_cond_timedwait, timedjoin). */
+struct timespec realtime_in_ms(long ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
 /* Our pid for process_vm_readv/writev, asked once (glibc no longer caches
  * getpid(): it was one more system call per copy); a fork()ed child asks again. */
 static _Atomic pid_t self_pid;
@@ -552,11 +566,13 @@ static void cq_write(struct emu_ring *r, unsigned tail, uint64_t ud, int32_t res
 
 /* A ring shared across fork() posts CQEs and clears the eventfd under a
  * process-shared lock (taken inside r->lock, never the other way); a ring of
- * one process pays one predictable branch. */
-static inline void cq_lock(struct emu_ring *r)
+ * one process pays one predictable branch. -EBUSY: another process keeps the
+ * lock (xproc.c): a CQE goes to the overflow list instead. */
+static inline int cq_lock(struct emu_ring *r)
 {
 	if (__builtin_expect(r->xs != NULL, 0))
-		xproc_cq_lock(r);
+		return xproc_cq_lock(r);
+	return 0;
 }
 
 static inline void cq_unlock(struct emu_ring *r)
@@ -585,10 +601,10 @@ void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int
 {
 	if (r->dying)
 		return;                 /* the ring fd may be closed: nobody can reap */
-	cq_lock(r);
+	int locked = cq_lock(r) == 0;
 	unsigned tail = *r->cq_tail;
 	unsigned head = __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
-	if (!r->ovf_head && tail - head < r->cq_entries) {
+	if (locked && !r->ovf_head && tail - head < r->cq_entries) {
 		cq_write(r, tail, ud, res, cflags, NULL);
 		__atomic_store_n(r->cq_tail, tail + 1, __ATOMIC_RELEASE);
 	} else {
@@ -617,7 +633,8 @@ void emu_post(struct emu_ring *r, uint64_t ud, int32_t res, uint32_t cflags, int
 		ssize_t w = write(r->evfd, &one, sizeof(one));
 		(void)w;
 	}
-	cq_unlock(r);
+	if (locked)
+		cq_unlock(r);
 }
 
 
@@ -627,12 +644,14 @@ int emu_cq_full_locked(struct emu_ring *r)
 	return r->ovf_head || *r->cq_tail - __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE) >= r->cq_entries;
 }
 
-/* Move overflowed CQEs into the CQ as room allows (ring lock held). */
-void emu_flush_overflow_locked(struct emu_ring *r)
+/* Move overflowed CQEs into the CQ as room allows (ring lock held): 0, or
+ * -EBUSY if another process keeps the CQ lock (nothing moved). */
+int emu_flush_overflow_locked(struct emu_ring *r)
 {
 	if (!r->ovf_head || r->dying)
-		return;
-	cq_lock(r);
+		return 0;
+	if (cq_lock(r) < 0)
+		return -EBUSY;
 	unsigned tail = *r->cq_tail;
 	unsigned head = __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
 	while (r->ovf_head && tail - head < r->cq_entries) {
@@ -654,6 +673,7 @@ void emu_flush_overflow_locked(struct emu_ring *r)
 	__atomic_store_n(r->cq_tail, tail, __ATOMIC_RELEASE);
 	ring_efd_signal(r);
 	cq_unlock(r);
+	return 0;
 }
 
 /* Another process asks (xproc.c): move what overflowed here into the CQ. */
@@ -669,16 +689,34 @@ static unsigned cq_ready(struct emu_ring *r)
 	return __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE) - __atomic_load_n(r->cq_head, __ATOMIC_ACQUIRE);
 }
 
+/* Read the ring's eventfd to zero without blocking, whatever a process
+ * sharing the file (fork) did to its O_NONBLOCK: RWF_NOWAIT, or read() where
+ * the kernel has no RWF_NOWAIT for an eventfd (before 5.11). */
+static void efd_drain(int fd)
+{
+	static int no_nowait;
+	uint64_t v;
+	struct iovec io = { &v, sizeof(v) };
+	if (!__atomic_load_n(&no_nowait, __ATOMIC_RELAXED)) {
+		if (preadv2(fd, &io, 1, -1, RWF_NOWAIT) >= 0 || (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS))
+			return;
+		__atomic_store_n(&no_nowait, 1, __ATOMIC_RELAXED);
+	}
+	ssize_t rd = read(fd, &v, sizeof(v));
+	(void)rd;
+}
+
+/* Cleared without the CQ lock if another process keeps it: a wake-up lost
+ * so is found by the waiter's next look (wait_cq). */
 static void efd_clear_locked(struct emu_ring *r)
 {
 	if (r->dying)
 		return;
-	cq_lock(r);
-	uint64_t v;
-	ssize_t rd = read(r->ifd, &v, sizeof(v));
-	(void)rd;
+	int locked = cq_lock(r) == 0;
+	efd_drain(r->ifd);
 	__atomic_store_n(r->rfd_signalled, 0, __ATOMIC_RELAXED);
-	cq_unlock(r);
+	if (locked)
+		cq_unlock(r);
 }
 
 /* Multishot ACCEPT/RECVs another thread (the reactor) is running post their
@@ -726,9 +764,14 @@ void emu_mshot_run(struct emu_ring *r)
 	}
 }
 
-/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR.
- * Multishots their set says were woken run here first (as the kernel runs
- * its task work when the program waits), not only on the reactor thread. */
+/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR, or
+ * -EBUSY when too few are ready and this process's overflowed CQEs cannot
+ * be moved in (another process keeps the CQ lock: xproc.c), as the kernel's
+ * wait answers when it cannot flush its overflow. Multishots their set says
+ * were woken run here first (as the kernel runs its task work when the
+ * program waits), not only on the reactor thread. A ring shared across fork
+ * is looked at every EMU_SHARED_LOOK_MS at least: another process may have
+ * eaten the eventfd's count (it shares the file) or set the shared flag. */
 static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const sigset_t *mask)
 {
 	if (min > r->cq_entries)
@@ -739,10 +782,14 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 		pthread_mutex_lock(&r->lock);
 		if (r->aio_inflight)
 			kaio_reap_locked(r, &run);
-		emu_flush_overflow_locked(r);
+		int stuck = emu_flush_overflow_locked(r);
 		if (r->ms_armed)
 			reactor_mshot_harvest_locked(r, &run);
 		int enough = cq_ready(r) >= min || r->dying;
+		if (stuck < 0 && !enough && !run) {
+			pthread_mutex_unlock(&r->lock);
+			return stuck;
+		}
 		if (!enough && !run && !flushed_others && r->xs && xproc_ovf_count(r, 0) > (int)r->novf) {
 			/* CQEs of another process wait in its overflow list: it moves
 			 * them in (its listener), as the kernel's reaper would */
@@ -769,11 +816,12 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 		if (enough)
 			return 0;
 		struct timespec ts, *tsp = NULL;
-		if (deadline) {
-			uint64_t now = now_ns();
-			if (now >= deadline)
+		if (deadline || r->xs) {
+			uint64_t now = now_ns(), d = EMU_SHARED_LOOK_MS * 1000000ull;
+			if (deadline && now >= deadline)
 				return -ETIME;
-			uint64_t d = deadline - now;
+			if (deadline && (!r->xs || deadline - now < d))
+				d = deadline - now;
 			ts.tv_sec = (time_t)(d / 1000000000ull);
 			ts.tv_nsec = (long)(d % 1000000000ull);
 			tsp = &ts;
@@ -853,8 +901,10 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 		if (__builtin_expect(r->xs != NULL, 0) && r->xslot < 0 && (err = xproc_join(r)) < 0)
 			return err;
 		pthread_mutex_lock(&r->sq_lock);
-		if (r->xs)
-			xproc_sq_lock(r);
+		if (r->xs && (err = xproc_sq_lock(r)) < 0) {
+			pthread_mutex_unlock(&r->sq_lock);
+			return err;          /* another process keeps the SQ: -EAGAIN */
+		}
 		submitted = (int)exec_submit(r, to_submit, &err);
 		if (r->xs)
 			xproc_sq_unlock(r);
@@ -888,6 +938,13 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 
 /* ---- SQPOLL ---- */
 
+/* The poller sleeps 10 ms at most (ring lock held), or until woken. */
+static void sqp_nap_locked(struct emu_ring *r)
+{
+	struct timespec ts = realtime_in_ms(10);
+	pthread_cond_timedwait(&r->sqp_cond, &r->lock, &ts);
+}
+
 static void *sqp_main(void *arg)
 {
 	emu_thread_running();
@@ -900,8 +957,14 @@ static void *sqp_main(void *arg)
 		if (n) {
 			int err = 0;
 			pthread_mutex_lock(&r->sq_lock);
-			if (r->xs)
-				xproc_sq_lock(r);
+			if (r->xs && xproc_sq_lock(r) < 0) {
+				/* another process keeps the SQ: look again in 10 ms */
+				pthread_mutex_unlock(&r->sq_lock);
+				pthread_mutex_lock(&r->lock);
+				sqp_nap_locked(r);
+				pthread_mutex_unlock(&r->lock);
+				continue;
+			}
 			exec_submit(r, n, &err);
 			if (r->xs)
 				xproc_sq_unlock(r);
@@ -925,14 +988,7 @@ static void *sqp_main(void *arg)
 			if (r->xs) {
 				/* shared: a forked process's SQ_WAKEUP cannot reach this
 				 * cond; look at the SQ every 10 ms while asleep */
-				struct timespec ts;
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_nsec += 10000000;
-				if (ts.tv_nsec >= 1000000000) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000;
-				}
-				pthread_cond_timedwait(&r->sqp_cond, &r->lock, &ts);
+				sqp_nap_locked(r);
 			} else {
 				pthread_cond_wait(&r->sqp_cond, &r->lock);
 			}

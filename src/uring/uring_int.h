@@ -46,6 +46,7 @@
 #define EMU_EFD_ID_UNKNOWN (-3L)     /* emu_ring.efd_id not looked up yet */
 #define EMU_FD_BASE 512             /* the library's own fds go at or above this */
 #define EMU_UDH_MAX_BITS 12         /* user_data hash: at most 4096 chains */
+#define EMU_SHARED_LOOK_MS 100      /* a wait on a ring shared across fork looks this often */
 
 /* How an fd is served: kind decides inline/poll/worker, direct decides AIO. */
 enum { FK_UNKNOWN = 0, FK_REG, FK_POLL, FK_SOCK, FK_OTHER };
@@ -234,6 +235,7 @@ struct emu_ring {
 	/* sharing across fork (xproc.c): NULL until the first fork(); then the
 	 * shared part (process-shared locks, mailboxes) and this process's slot */
 	struct xshared *xs;
+	struct xpriv *xp;              /* this process's own view of it (private) */
 	int xslot;                     /* -1: this process has not used the ring since fork */
 	int xl_stop;                   /* the listener is asked to leave */
 	int xl_on;                     /* this process's listener runs */
@@ -324,6 +326,7 @@ int emu_fd_high(int fd);
 int ucopy(void *dst, const void *src, size_t n);
 int uwrite(void *dst, const void *src, size_t n);
 uint64_t now_ns(void);
+struct timespec realtime_in_ms(long ms);
 
 /* exec.c */
 #define Q_QUEUED (-0x40000000)    /* op result: someone else completes it */
@@ -391,10 +394,10 @@ int xproc_ovf_count(struct emu_ring *r, int delta);
 int xproc_others(struct emu_ring *r);
 void xproc_flush_others(struct emu_ring *r);
 void emu_flush_overflow(struct emu_ring *r);
-void emu_flush_overflow_locked(struct emu_ring *r);
-void xproc_sq_lock(struct emu_ring *r);
+int emu_flush_overflow_locked(struct emu_ring *r);
+int xproc_sq_lock(struct emu_ring *r);
 void xproc_sq_unlock(struct emu_ring *r);
-void xproc_cq_lock(struct emu_ring *r);
+int xproc_cq_lock(struct emu_ring *r);
 void xproc_cq_unlock(struct emu_ring *r);
 int32_t xproc_cancel(struct emu_ring *r, unsigned fl, uint64_t ud, int fd, int all);
 int xproc_handover_timeout(struct emu_ring *r, const struct ureq *q, uint64_t left);

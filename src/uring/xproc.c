@@ -5,10 +5,10 @@
  *
  * What is shared: the ring memory (SQ and CQ rings, SQE array: MAP_SHARED from
  * setup on, emu.c), the eventfd behind the ring fd (fork() shares the file),
- * and, from the first fork() on, struct xshared (MAP_SHARED): the
- * process-shared locks of the SQ (one submitter at a time, across processes)
- * and of CQ posting, whether the eventfd holds a count, and one slot per
- * process that used the ring since (its mailbox).
+ * and, from the first fork() on, struct xshared (MAP_SHARED, xshared.h): the
+ * lock words of the SQ (one submitter at a time, across processes) and of CQ
+ * posting, whether the eventfd holds a count, and one slot per process that
+ * used the ring since (its pid and mailbox).
  * What is not: requests and their executor. Each process runs the requests it
  * submitted, with its own workers and reactor (fds, memory and credentials are
  * the submitter's, as the kernel resolves them in the submitting task); a
@@ -22,14 +22,23 @@
  * requests (-ECANCELED CQEs, as the kernel cancels a task's requests when it
  * exits) and hands its TIMEOUTs over to a process that stays.
  *
- * Must never: take a process-shared lock outside the ring lock's order
- * (r->sq_lock -> sq; r->lock -> cq), wait for another process while holding
- * the CQ lock, or let a dead process's lock or mailbox hang the others
- * (robust mutexes; a listener holds its slot's `alive` lock for life).
+ * Must never: keep in the shared page anything this process trusts that
+ * another process can write: no pointer, list link, libc lock or state
+ * (a forked child, maybe of another uid since, writes it at will); take a
+ * shared lock outside the ring lock's order (r->sq_lock -> sq; r->lock -> cq);
+ * wait for another process while holding the CQ lock; or wait for another
+ * process longer than XP_BOUND_MS: a dead holder of a lock is seen gone and
+ * taken over, a live one that keeps it (or a mailbox that is not answered)
+ * fails the operation instead (docs/DROPIN.md, Sharing across fork).
+ * What is read from the page is a value checked before it is used: a lock
+ * word names a thread only to ask whether it lives, a pid is in range before
+ * kill(pid, 0), a slot index is ours, a message is copied, then checked.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -37,90 +46,190 @@
 #include <time.h>
 #include <unistd.h>
 #include "uring_int.h"
+#include "xshared.h"
 
-#define XP_SLOTS 64                 /* processes that use one ring at once */
+#define XP_LOOK_MS 50               /* a waiter looks whether the holder lives this often */
+#define XP_ID_MAX 4194304u          /* PID_MAX_LIMIT: a larger lock word or pid is a scribble */
 
-enum { XM_CANCEL = 1, XM_TIMEOUT, XM_FLUSH };
-
-struct xmsg {
-	int type;
-	unsigned fl;                /* XM_CANCEL: cancel flags; XM_TIMEOUT: timeout flags */
-	int fd;
-	uint64_t ud;
-	uint64_t deadline, left;    /* XM_TIMEOUT */
-	int32_t res;                /* the answer */
-};
-
-struct xslot {
-	_Atomic int pid;            /* 0 free, -1 being set up, else the process */
-	_Atomic uint32_t req, ack;  /* futex words: a message is waiting while req != ack */
-	pthread_mutex_t alive;      /* held by the process's listener while it lives */
-	pthread_mutex_t mbox;       /* one sender at a time */
-	struct xmsg msg;
-};
-
-struct xshared {
-	pthread_mutex_t sq, cq;     /* robust, process-shared */
-	int rfd_signalled;
-	_Atomic int novf;           /* CQEs in the processes' overflow lists */
-	struct xslot slot[XP_SLOTS];
+/* This process's own view of a shared ring (private memory: nothing here is
+ * another's to write). */
+struct xpriv {
+	int self;                   /* getpid() */
+	_Atomic uint32_t stuck_sq, stuck_cq;  /* a holder that outlasted a wait: not waited for again */
+	_Atomic int deaf[XP_SLOTS]; /* a pid that let a message go unanswered: not asked again */
 };
 
 static pthread_mutex_t glock = PTHREAD_MUTEX_INITIALIZER;   /* the list of rings */
 static struct emu_ring *grings;
+static __thread uint32_t tls_tid;   /* this thread's id (reset in a fork's child) */
 
 static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 {
 	return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
 }
 
-static void shared_mutex_init(pthread_mutex_t *m)
+static uint32_t self_tid(void)
 {
-	pthread_mutexattr_t a;
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	pthread_mutex_init(m, &a);
-	pthread_mutexattr_destroy(&a);
+	if (!tls_tid)
+		tls_tid = (uint32_t)syscall(SYS_gettid);
+	return tls_tid;
 }
 
-/* A holder that died left the data it guarded as it was: each use of these
- * locks leaves it consistent at every step (a counter or index written once). */
-static void rlock(pthread_mutex_t *m)
+static uint64_t xp_deadline(void)
 {
-	if (pthread_mutex_lock(m) == EOWNERDEAD)
-		pthread_mutex_consistent(m);
+	return now_ns() + XP_BOUND_MS * 1000000ull;
 }
 
-void xproc_sq_lock(struct emu_ring *r)
+/* Sleep on w while it holds val, until `until` at the latest. */
+static void xp_sleep(_Atomic uint32_t *w, uint32_t val, uint64_t until)
 {
-	rlock(&r->xs->sq);
+	uint64_t now = now_ns();
+	if (now >= until)
+		return;
+	uint64_t d = until - now;
+	struct timespec ts = { (time_t)(d / 1000000000ull), (long)(d % 1000000000ull) };
+	futex(w, FUTEX_WAIT, val, &ts);
+}
+
+/*
+ * 0 if the thread or process id is gone (no such id, or a zombie), 1 if it
+ * lives or that cannot be told. id comes from the shared page: out of range
+ * is no process (kill() would take 0 and -1 for groups). Another user's
+ * process answers EPERM: alive.
+ */
+static int id_alive(uint32_t id)
+{
+	if (id == 0 || id > XP_ID_MAX)
+		return 0;
+	if (kill((pid_t)id, 0) < 0 && errno == ESRCH)
+		return 0;
+	char path[40], buf[256];
+	snprintf(path, sizeof path, "/proc/%u/stat", id);
+	int f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return errno != ENOENT;
+	ssize_t n = read(f, buf, sizeof buf - 1);
+	close(f);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');      /* "pid (comm) S ...": comm may hold ')' */
+	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+/*
+ * Take lock word w for this thread: 0, or -ETIMEDOUT when a live holder keeps
+ * it until end (it is then remembered in *stuck, if given, and not waited for
+ * again while it holds). Whether the holder lives is looked at every
+ * XP_LOOK_MS of waiting (at once for a remembered one). A holder that is gone,
+ * a word that names no thread (past PID_MAX_LIMIT) or this thread (no lock
+ * here is taken twice: a scribble), is taken over: what a lock guards is
+ * consistent at every step (a counter or an index written once).
+ */
+static int xlock(_Atomic uint32_t *w, _Atomic uint32_t *stuck, uint64_t end)
+{
+	uint32_t me = self_tid(), cur = 0;
+	uint64_t look = 0;
+	if (atomic_compare_exchange_strong(w, &cur, me))
+		return 0;
+	for (;;) {
+		uint32_t holder = cur & ~XL_WAITERS;
+		int known = stuck && holder && atomic_load(stuck) == holder;
+		uint64_t now = now_ns();
+		if (!look)
+			look = now + XP_LOOK_MS * 1000000ull;
+		if (!holder || holder == me || holder > XP_ID_MAX ||
+		    ((known || now >= look) && !id_alive(holder))) {
+			if (atomic_compare_exchange_strong(w, &cur, me | XL_WAITERS))
+				break;
+			continue;
+		}
+		if (known || now >= end) {
+			if (stuck)
+				atomic_store(stuck, holder);
+			return -ETIMEDOUT;
+		}
+		if (now >= look)
+			look = now + XP_LOOK_MS * 1000000ull;
+		if (!(cur & XL_WAITERS) && !atomic_compare_exchange_strong(w, &cur, cur | XL_WAITERS))
+			continue;
+		xp_sleep(w, cur | XL_WAITERS, look < end ? look : end);
+		cur = atomic_load(w);
+	}
+	if (stuck)
+		atomic_store(stuck, 0);
+	return 0;
+}
+
+/* Let w go if this thread still holds it (another process may have taken it
+ * over, or written it: then it is not ours to clear). */
+static void xunlock(_Atomic uint32_t *w)
+{
+	uint32_t me = self_tid(), cur = atomic_load(w);
+	while ((cur & ~XL_WAITERS) == me)
+		if (atomic_compare_exchange_weak(w, &cur, 0)) {
+			if (cur & XL_WAITERS)
+				futex(w, FUTEX_WAKE, 1, NULL);
+			return;
+		}
+}
+
+/* The shared SQ lock: -EAGAIN when another process keeps it (io_uring_enter's answer). */
+int xproc_sq_lock(struct emu_ring *r)
+{
+	return xlock(&r->xs->sq, &r->xp->stuck_sq, xp_deadline()) < 0 ? -EAGAIN : 0;
 }
 
 void xproc_sq_unlock(struct emu_ring *r)
 {
-	pthread_mutex_unlock(&r->xs->sq);
+	xunlock(&r->xs->sq);
 }
 
-void xproc_cq_lock(struct emu_ring *r)
+/* The shared CQ lock: -EBUSY when another process keeps it (the CQE waits in
+ * the overflow list; a wait answers -EBUSY, as the kernel's when it cannot
+ * flush its overflow). */
+int xproc_cq_lock(struct emu_ring *r)
 {
-	rlock(&r->xs->cq);
+	return xlock(&r->xs->cq, &r->xp->stuck_cq, xp_deadline()) < 0 ? -EBUSY : 0;
 }
 
 void xproc_cq_unlock(struct emu_ring *r)
 {
-	pthread_mutex_unlock(&r->xs->cq);
+	xunlock(&r->xs->cq);
 }
 
 /* ---- the process's listener: answers the other processes' messages ---- */
+
+/* Run message m (a copy: the slot may change under it), checked as an SQE is. */
+static int32_t answer(struct emu_ring *r, const struct xmsg *m)
+{
+	switch (m->type) {
+	case XM_CANCEL:
+		if (m->fl & ~(IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY |
+			      IORING_ASYNC_CANCEL_FD_FIXED))
+			return -EINVAL;
+		return exec_cancel_here(r, m->fl, m->ud, m->fd);
+	case XM_TIMEOUT:
+		if ((m->fl & ~(IORING_TIMEOUT_ABS | IORING_TIMEOUT_BOOTTIME | IORING_TIMEOUT_REALTIME |
+			       IORING_TIMEOUT_ETIME_SUCCESS)) ||
+		    ((m->fl & IORING_TIMEOUT_BOOTTIME) && (m->fl & IORING_TIMEOUT_REALTIME)))
+			return -EINVAL;
+		if (__atomic_load_n(&r->inflight, __ATOMIC_RELAXED) >= XP_ADOPT_MAX)
+			return -EBUSY;                /* the leaving process cancels it */
+		return exec_adopt_timeout(r, m->ud, m->deadline, m->fl, m->left);
+	case XM_FLUSH:
+		emu_flush_overflow(r);
+		return 0;
+	}
+	return -EINVAL;
+}
 
 static void *listener(void *arg)
 {
 	emu_thread_running();
 	struct emu_ring *r = arg;
 	struct xslot *s = &r->xs->slot[r->xslot];
-	rlock(&s->alive);
-	atomic_store(&s->pid, getpid());
+	atomic_store(&s->pid, r->xp->self);
 	for (;;) {
 		uint32_t seq = atomic_load(&s->req);
 		if (__atomic_load_n(&r->xl_stop, __ATOMIC_ACQUIRE))
@@ -129,19 +238,13 @@ static void *listener(void *arg)
 			futex(&s->req, FUTEX_WAIT, seq, NULL);
 			continue;
 		}
-		struct xmsg *m = &s->msg;
-		if (m->type == XM_CANCEL)
-			m->res = exec_cancel_here(r, m->fl, m->ud, m->fd);
-		else if (m->type == XM_TIMEOUT)
-			m->res = exec_adopt_timeout(r, m->ud, m->deadline, m->fl, m->left);
-		else if (m->type == XM_FLUSH)
-			emu_flush_overflow(r), m->res = 0;
-		else
-			m->res = -EINVAL;
+		struct xmsg m;
+		memcpy(&m, &s->msg, sizeof m);
+		atomic_signal_fence(memory_order_seq_cst);   /* m is read once, here */
+		s->msg.res = answer(r, &m);
 		atomic_store(&s->ack, seq);
 		futex(&s->ack, FUTEX_WAKE, INT32_MAX, NULL);
 	}
-	pthread_mutex_unlock(&s->alive);
 	emu_put(r);
 	return NULL;
 }
@@ -155,19 +258,36 @@ static int listener_start(struct emu_ring *r)
 	return -e;
 }
 
-/* Take a slot for this process (pid -1 until its listener runs: senders wait). */
+/* 1: pid (read from slot i) is another process that lives; 0: it is not (a
+ * dead one's slot is freed). */
+static int peer_alive(struct emu_ring *r, int i, int pid)
+{
+	if (pid <= 0 || pid == r->xp->self)
+		return 0;                       /* free, starting, or a scribble naming us */
+	if (id_alive((uint32_t)pid))
+		return 1;
+	atomic_compare_exchange_strong(&r->xs->slot[i].pid, &pid, 0);
+	return 0;
+}
+
+/* Take a slot for this process (pid -1 until its listener runs: senders wait):
+ * a free one, else one whose process is gone. */
 static int claim_slot(struct emu_ring *r)
 {
 	struct xshared *xs = r->xs;
-	for (int i = 0; i < XP_SLOTS; i++) {
-		int z = 0;
-		if (!atomic_compare_exchange_strong(&xs->slot[i].pid, &z, -1))
-			continue;
-		struct xslot *s = &xs->slot[i];
-		atomic_store(&s->ack, atomic_load(&s->req));
-		r->xslot = i;
-		return 0;
-	}
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < XP_SLOTS; i++) {
+			int z = atomic_load(&xs->slot[i].pid);
+			if (z != 0 && (pass == 0 || z == -1 || peer_alive(r, i, z)))
+				continue;
+			if (!atomic_compare_exchange_strong(&xs->slot[i].pid, &z, -1))
+				continue;
+			struct xslot *s = &xs->slot[i];
+			atomic_store(&s->ack, atomic_load(&s->req));
+			atomic_store(&r->xp->deaf[i], 0);
+			r->xslot = i;
+			return 0;
+		}
 	return -EBUSY;                      /* XP_SLOTS processes use it already */
 }
 
@@ -196,36 +316,25 @@ int xproc_join(struct emu_ring *r)
 	return e;
 }
 
-/* 1: s's process listens; 0: it is gone (its slot is freed if it died). */
-static int peer_alive(struct xslot *s, int pid)
-{
-	int e = pthread_mutex_trylock(&s->alive);
-	if (e == EBUSY)
-		return 1;
-	if (e == EOWNERDEAD) {
-		pthread_mutex_consistent(&s->alive);
-		pthread_mutex_unlock(&s->alive);
-		atomic_compare_exchange_strong(&s->pid, &pid, 0);
-		return 0;
-	}
-	if (e == 0)
-		pthread_mutex_unlock(&s->alive);
-	return 0;
-}
-
-/* Send m to slot i and wait for the answer; -ESRCH if the process is gone. */
-static int32_t send_msg(struct emu_ring *r, int i, struct xmsg *m)
+/*
+ * Send m to slot i and wait for the answer, until end at the latest: -ESRCH
+ * if no process that lives listens there, or it does not answer in time (it
+ * is then deaf to this process: not asked again while that pid holds the
+ * slot).
+ */
+static int32_t send_msg(struct emu_ring *r, int i, const struct xmsg *m, uint64_t end)
 {
 	struct xslot *s = &r->xs->slot[i];
 	int pid;
 	/* -1: a process took it and is starting its listener (a parent in fork()) */
-	for (int k = 0; (pid = atomic_load(&s->pid)) == -1 && k < 10000; k++)
-		usleep(1000);
-	if (pid <= 0 || !peer_alive(s, pid))
+	while ((pid = atomic_load(&s->pid)) == -1 && now_ns() < end)
+		xp_sleep(&s->req, atomic_load(&s->req), now_ns() + 1000000);
+	if (!peer_alive(r, i, pid) || atomic_load(&r->xp->deaf[i]) == pid)
 		return -ESRCH;
-	rlock(&s->mbox);
+	if (xlock(&s->mbox, NULL, end) < 0)
+		goto deaf;
 	if (atomic_load(&s->pid) != pid) {
-		pthread_mutex_unlock(&s->mbox);       /* it left meanwhile */
+		xunlock(&s->mbox);                  /* it left meanwhile */
 		return -ESRCH;
 	}
 	s->msg = *m;
@@ -239,27 +348,37 @@ static int32_t send_msg(struct emu_ring *r, int i, struct xmsg *m)
 			res = s->msg.res;
 			break;
 		}
-		struct timespec ts = { 0, 50 * 1000000 };
-		futex(&s->ack, FUTEX_WAIT, a, &ts);
-		if (atomic_load(&s->ack) != seq && (atomic_load(&s->pid) != pid || !peer_alive(s, pid)))
+		uint64_t now = now_ns(), look = now + XP_LOOK_MS * 1000000ull;
+		if (now >= end) {
+			xunlock(&s->mbox);
+			goto deaf;
+		}
+		xp_sleep(&s->ack, a, look < end ? look : end);
+		if (atomic_load(&s->ack) != seq && (atomic_load(&s->pid) != pid || !peer_alive(r, i, pid)))
 			break;                    /* it died or left without answering */
 	}
-	pthread_mutex_unlock(&s->mbox);
+	xunlock(&s->mbox);
 	return res;
+deaf:
+	atomic_store(&r->xp->deaf[i], pid);
+	return -ESRCH;
 }
 
 int32_t xproc_cancel(struct emu_ring *r, unsigned fl, uint64_t ud, int fd, int all)
 {
 	struct xmsg m = { .type = XM_CANCEL, .fl = fl, .fd = fd, .ud = ud };
 	int32_t res = -ENOENT;
+	uint64_t end = xp_deadline();
 	for (int i = 0; i < XP_SLOTS; i++) {
 		if (i == r->xslot)
 			continue;
-		int32_t e = send_msg(r, i, &m);
+		int32_t e = send_msg(r, i, &m, end);
 		if (e == -ESRCH || e == -ENOENT)
 			continue;
 		if (!all)
 			return e;
+		if (e < 0)
+			continue;                /* no count: another process's nonsense */
 		res = res == -ENOENT ? e : res + e;
 	}
 	return res;
@@ -270,25 +389,27 @@ int xproc_others(struct emu_ring *r)
 {
 	for (int i = 0; i < XP_SLOTS; i++) {
 		int pid = atomic_load(&r->xs->slot[i].pid);
-		if (i != r->xslot && (pid == -1 || (pid > 0 && peer_alive(&r->xs->slot[i], pid))))
+		if (i != r->xslot && (pid == -1 || peer_alive(r, i, pid)))
 			return 1;
 	}
 	return 0;
 }
 
-/* The CQEs waiting in all processes' overflow lists, after adding delta. */
+/* The CQEs waiting in all processes' overflow lists, after adding delta (a
+ * count another process may have written: used as a hint, never as a size). */
 int xproc_ovf_count(struct emu_ring *r, int delta)
 {
-	return atomic_fetch_add(&r->xs->novf, delta) + delta;
+	return (int)((unsigned)atomic_fetch_add(&r->xs->novf, delta) + (unsigned)delta);
 }
 
 /* Each other process moves its overflowed CQEs into the CQ (room allowing). */
 void xproc_flush_others(struct emu_ring *r)
 {
 	struct xmsg m = { .type = XM_FLUSH };
+	uint64_t end = xp_deadline();
 	for (int i = 0; i < XP_SLOTS; i++)
 		if (i != r->xslot)
-			send_msg(r, i, &m);
+			send_msg(r, i, &m, end);
 }
 
 /* Hand TIMEOUT q over to a process that stays: 0 if one took it. */
@@ -296,13 +417,15 @@ int xproc_handover_timeout(struct emu_ring *r, const struct ureq *q, uint64_t le
 {
 	struct xmsg m = { .type = XM_TIMEOUT, .fl = q->sqe.timeout_flags, .ud = q->sqe.user_data,
 			  .deadline = q->deadline, .left = left };
+	uint64_t end = xp_deadline();
 	for (int i = 0; i < XP_SLOTS; i++)
-		if (i != r->xslot && send_msg(r, i, &m) == 0)
+		if (i != r->xslot && send_msg(r, i, &m, end) == 0)
 			return 0;
 	return -ESRCH;
 }
 
-/* Stop this process's listener and free its slot (the ring lock not held). */
+/* Stop this process's listener and free its slot (the ring lock not held). A
+ * sender's message is answered first, unless the mailbox lock is kept. */
 static void listener_stop(struct emu_ring *r)
 {
 	struct xslot *s = &r->xs->slot[r->xslot];
@@ -311,15 +434,21 @@ static void listener_stop(struct emu_ring *r)
 		r->xslot = -1;
 		return;
 	}
-	rlock(&s->mbox);                            /* a sender's message is answered first */
+	int held = xlock(&s->mbox, NULL, xp_deadline()) == 0;
 	__atomic_store_n(&r->xl_stop, 1, __ATOMIC_RELEASE);
-	/* FUTEX_WAIT compares req: bumped, a listener about to sleep does not */
-	atomic_fetch_add(&s->req, 1);
-	futex(&s->req, FUTEX_WAKE, INT32_MAX, NULL);
-	pthread_join(r->xlistener, NULL);
+	/* FUTEX_WAIT compares req: bumped, a listener about to sleep does not;
+	 * woken again until it ends (another process may set req back) */
+	for (;;) {
+		atomic_fetch_add(&s->req, 1);
+		futex(&s->req, FUTEX_WAKE, INT32_MAX, NULL);
+		struct timespec ts = realtime_in_ms(10);
+		if (pthread_timedjoin_np(r->xlistener, NULL, &ts) == 0)
+			break;
+	}
 	r->xl_on = 0;
 	atomic_store(&s->ack, atomic_load(&s->req));
-	pthread_mutex_unlock(&s->mbox);
+	if (held)
+		xunlock(&s->mbox);
 	atomic_store(&s->pid, 0);
 	r->xslot = -1;
 }
@@ -349,7 +478,9 @@ void xproc_free(struct emu_ring *r)
 {
 	if (r->xs)
 		munmap(r->xs, sizeof(struct xshared));
+	free(r->xp);
 	r->xs = NULL;
+	r->xp = NULL;
 }
 
 /* ---- fork() ---- */
@@ -369,14 +500,15 @@ static void fork_prepare(void)
 		}
 		struct xshared *xs = mmap(NULL, sizeof(*xs), PROT_READ | PROT_WRITE,
 					  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		if (xs == MAP_FAILED)
+		struct xpriv *xp = xs == MAP_FAILED ? NULL : calloc(1, sizeof(*xp));
+		if (!xp) {
+			if (xs != MAP_FAILED)
+				munmap(xs, sizeof(*xs));
 			continue;            /* the child cannot use it: see fork_child */
-		shared_mutex_init(&xs->sq);
-		shared_mutex_init(&xs->cq);
-		for (int i = 0; i < XP_SLOTS; i++) {
-			shared_mutex_init(&xs->slot[i].alive);
-			shared_mutex_init(&xs->slot[i].mbox);
 		}
+		/* zero-filled: every lock free, every slot free */
+		xp->self = getpid();
+		r->xp = xp;
 		xs->rfd_signalled = r->rfd_own;
 		r->rfd_signalled = &xs->rfd_signalled;
 		r->xs = xs;
@@ -410,6 +542,10 @@ static void fork_child(void)
 		pthread_cond_init(&r->sqspace_cond, NULL);
 		r->xslot = -1;
 		r->xl_on = 0;
+		if (r->xp) {                     /* what the parent saw is not the child's */
+			memset(r->xp, 0, sizeof(*r->xp));
+			r->xp->self = getpid();
+		}
 		if (r->dying)
 			continue;
 		exec_child_reset(r);
@@ -417,6 +553,7 @@ static void fork_child(void)
 			r->disabled = 1;         /* no shared part (mmap failed): -EBADFD */
 	}
 	pthread_mutex_init(&glock, NULL);
+	tls_tid = 0;
 	exec_forked();
 	emu_threads_forked();
 }
