@@ -48,8 +48,13 @@ EXTERNAL = {
 EQUIVALENT = "tests/mutants/equivalent.txt"
 # Files that change neither a build nor a test: left out of the tree's content hash, which
 # keys the cache of coverage maps and unmutated test times.
-UNHASHED = ["docs/*", "man/*", "debian/*", ".ci/*", "*.md", "tests/mutants/*", "scripts/mutgen.py"]
-RETRIES_UNMUTATED = 2       # runs of an unmutated test before it counts as failing
+UNHASHED = ["docs/*", "man/*", "debian/*", ".ci/*", "*.md", "tests/mutants/*", "scripts/mutgen.py",
+            "*.pyc"]
+RETRIES_UNMUTATED = 2
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The coverage build: -O1, since at -O0 test_sfs_crash alone ran past 300 s on a loaded
+# machine; its tests get 3x --timeout. Warnings other than -O2's are not errors there.
+COVERAGE_CFLAGS = "-O1 -g --coverage -Wno-error"       # runs of an unmutated test before it counts as failing
 
 # ---------------------------------------------------------------------------------------
 # C tokens. Comments, string and character literals and preprocessor lines are never
@@ -714,8 +719,8 @@ def coverage_map(args, base, top, tests, cache):
     if not todo:
         say("mutgen: coverage of %d tests from the cache %s" % (len(tests), cache.path))
         return
-    say("mutgen: coverage build (-O0 --coverage) for %d tests" % len(todo))
-    ct = Tree(base, "cov", top, cflags="-O0 -g --coverage -Wno-error")
+    say("mutgen: coverage build (%s) for %d tests" % (COVERAGE_CFLAGS, len(todo)))
+    ct = Tree(base, "cov", top, cflags=COVERAGE_CFLAGS)
     t0 = time.time()
     if not ct.make(build_targets(todo), os.path.join(base, "cov-build.log")):
         raise Failure("the coverage build failed:\n" + tail(os.path.join(base, "cov-build.log")))
@@ -725,7 +730,7 @@ def coverage_map(args, base, top, tests, cache):
             for f in files:
                 if f.endswith(".gcda"):
                     os.unlink(os.path.join(root, f))
-        secs = run_unmutated(ct, t, args.timeout, os.path.join(base, "cov-test.log"))
+        secs = run_unmutated(ct, t, 3 * args.timeout, os.path.join(base, "cov-test.log"))
         cov = gcov_lines(ct)
         cache.data["coverage"][t] = {f: sorted(v) for f, v in cov.items()}
         cache.data["seconds"].setdefault(t, round(secs, 1))
@@ -747,7 +752,11 @@ def tests_for(m, tests, cache, use_cov):
 
 
 def build_targets(tests):
-    return ["progs", "liburfs_sqlite.so"] + ["obj/t/" + t for t in tests]
+    """What a run of these tests needs: the programs, the SQLite extension, the libraries the
+    tests preload (tests/lib/NAME.c -> obj/t/libNAME.so) and the tests."""
+    libs = sorted("obj/t/lib%s.so" % f[:-2] for f in os.listdir(os.path.join(TOP, "tests/lib"))
+                  if f.endswith(".c"))
+    return ["progs", "liburfs_sqlite.so"] + libs + ["obj/t/" + t for t in tests]
 
 
 def apply_mutant(tree, m):
@@ -980,7 +989,7 @@ def main():
     ap.add_argument("--no-cache", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the scratch copies")
     args = ap.parse_args()
-    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    top = TOP
     dirs = [d.strip().rstrip("/") for d in args.dirs.split(",") if d.strip()]
     for d in dirs:
         if d not in AREAS:
