@@ -161,7 +161,7 @@ def match_pairs(toks):
 
 class Mutant:
     __slots__ = ("file", "line", "col", "op", "orig", "repl", "start", "end", "func", "lo", "hi",
-                 "key", "id", "dir")
+                 "flo", "fhi", "key", "id", "dir")
 
     def show(self, text):
         s = " ".join(text.split())
@@ -200,6 +200,7 @@ class FileMutator:
         m = Mutant()
         m.file, m.line, m.col, m.op, m.orig, m.repl = self.path, line, col, op, orig, repl
         m.start, m.end, m.func, m.lo, m.hi = start, end, func, lo, hi
+        m.flo, m.fhi = self.frange
         m.key = "%s|%d" % (base, k)
         m.id = "g" + hashlib.sha1(m.key.encode()).hexdigest()[:8]
         m.dir = os.path.dirname(self.path)
@@ -258,6 +259,7 @@ class FileMutator:
     def body(self, func, rtype, ob):
         toks, pair = self.toks, self.pair
         cb = pair[ob]
+        self.frange = (toks[ob].line, toks[cb].line)
         rets = self.returns(rtype)
         for op, stmt in rets:
             self.add(func, op, toks[ob].start, toks[ob].end, "{ " + stmt, toks[ob].line,
@@ -741,14 +743,17 @@ def coverage_map(args, base, top, tests, cache):
 
 
 def tests_for(m, tests, cache, use_cov):
+    """The tests that execute the mutated statement; when none does, those that execute its
+    function (optimized code's line numbers are approximate: at -O1 gcov may put a function's
+    last 'return -1;' on another line); none: the mutant is not covered."""
     if not use_cov:
         return list(tests)
-    out = []
-    for t in tests:
-        lines = cache.data["coverage"].get(t, {}).get(m.file, ())
-        if lines and any(m.lo <= ln <= m.hi for ln in lines):
-            out.append(t)
-    return out
+    for lo, hi in ((m.lo, m.hi), (m.flo, m.fhi)):
+        out = [t for t in tests
+               if any(lo <= ln <= hi for ln in cache.data["coverage"].get(t, {}).get(m.file, ()))]
+        if out:
+            return out
+    return []
 
 
 def build_targets(tests):
