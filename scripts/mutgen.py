@@ -892,7 +892,7 @@ def cmd_run(args, top, sampled):
         # With coverage, the coverage pass ran each test unmutated (at -O0); a test that kills
         # a mutant is run unmutated in this build too, once, before its kill counts.
         unverified = [t for t in need if t not in cache.data["verified"]] \
-            if args.no_coverage else []
+            if args.no_coverage and not args.trusted else []
         if unverified:
             say("mutgen: %d tests, each run once unmutated" % len(unverified))
         for t in unverified:
@@ -988,6 +988,9 @@ def main():
     ap.add_argument("--timeout-fixed", action="store_true", help="always give a test --timeout seconds")
     ap.add_argument("--with-external", action="store_true", help="add EXTERNAL tests (test_dropin_*)")
     ap.add_argument("--no-coverage", action="store_true", help="run all area tests for each mutant")
+    ap.add_argument("--trusted", action="store_true",
+                    help="with --no-coverage: the tests passed unmutated on this tree already (CI's "
+                         "make test), so they are not run once first; a killing test still is")
     ap.add_argument("--cache-dir", default=os.path.join(os.environ.get("XDG_CACHE_HOME") or
                                                         os.path.expanduser("~/.cache"), "urfs-mutgen"),
                     help="where coverage maps and unmutated times are kept, per tree content hash")
