@@ -70,8 +70,9 @@ extern "C" {
 
 struct urfs_params {
 	const char *image;        /* NULL: $SFS_IMAGE or disk.sfs */
-	const char *server;       /* NULL: $UR_SERVER, beside the library, beside
-				     the program, then the install prefix */
+	const char *server;       /* NULL: $UR_SERVER, else beside the library,
+				     beside the program, then the install's
+				     libexec directory; given: only that one */
 	unsigned flags;           /* URFS_SETUP_* */
 	unsigned cq_entries;      /* 0: twice the SQ entries, at most 32768 */
 	unsigned idle_us;         /* server spin before sleeping, at most (default 1000; adaptive within it) */
@@ -80,7 +81,9 @@ struct urfs_params {
 	size_t   buf_area_size;   /* bytes for registered buffers (default 4 MiB) */
 	/* out */
 	int      server_pid;
-	char     errmsg[256];     /* why init failed ("in use by pid 1234", ...) */
+	char     errmsg[256];     /* why init failed ("in use by pid 1234", ...);
+				     empty for bad arguments, -ENOMEM and most
+				     descriptor failures (urfs_queue_init(3)) */
 };
 
 struct urfs__priv;
