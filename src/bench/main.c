@@ -55,7 +55,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: bench [default] [options]     the default run (about 40 seconds)\n"
 "       bench run --engine LIST [options]   one job per combination of the lists\n"
-"       bench sweep [--quick] [options]      the original benchmark's tables (about 15 min)\n"
+"       bench sweep [--quick] [options]      the original benchmark's tables (about 12 min)\n"
 "       bench db [--help]                    database page patterns (8 KiB pages, O_DIRECT, channels)\n"
 "\n"
 "Lists are comma separated; every combination runs.\n"
