@@ -711,6 +711,8 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 		 * dead); if it serves others still, it is reaped when it ends (a
 		 * zombie until this process waits for it or exits: docs/ABI.md). */
 		st = reap(ring->server_pid);
+		if (st < 0 && bye)
+			st = 0;   /* SIGCHLD ignored: the kernel reaped it; its bye says how it ended */
 	} else if (!timed_out && ring->server_pid > 0 && last) {
 		/* Another process's child: its last client returns when it has
 		 * exited (within what is left of the bound). */
