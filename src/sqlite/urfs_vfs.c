@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
@@ -889,6 +890,22 @@ static const sqlite3_io_methods urfs_io = {
 /* ---------------------------------------------------------------------------
  * The VFS.
  * ------------------------------------------------------------------------- */
+/* What a failed channel open of name in image means to SQLite: the image in
+ * use by another process or client (SQLITE_BUSY, for the main database: "database
+ * is locked"), a file that is no SimpleFS image (SQLITE_NOTADB), or else
+ * SQLITE_CANTOPEN; the reason, with the image's path, goes to SQLite's log. */
+static int open_error(const char *name, const char *image, int flags, int r)
+{
+	int code = r == -EBUSY && (flags & SQLITE_OPEN_MAIN_DB) ? SQLITE_BUSY
+		 : r == -EMEDIUMTYPE || r == -EPROTONOSUPPORT || r == -EUCLEAN ? SQLITE_NOTADB
+		 : SQLITE_CANTOPEN;
+
+	sqlite3_log(code, "urfs: %s in image %s: %s%s", name, image, strerror(-r),
+		    code == SQLITE_BUSY ? " (another process or client uses the image)" :
+		    code == SQLITE_NOTADB ? " (not a SimpleFS image, a newer one, or a damaged one: sfs fsck)" : "");
+	return code;
+}
+
 static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
 {
 	(void)vfs;
@@ -907,6 +924,13 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
 		snprintf(image, sizeof(image), "%s", img);
 	else
 		image_of(name, image);
+	/* An image that image= names is made only when create=1 asks for it:
+	 * a typo must not make a new, empty image. */
+	if (img && *img && !sqlite3_uri_boolean(name, "create", 0) && access(image, F_OK) != 0) {
+		sqlite3_log(SQLITE_CANTOPEN, "urfs: image=%s: %s (create=1 makes a new image)",
+			    image, strerror(errno));
+		return SQLITE_CANTOPEN;
+	}
 	unsigned cf = URCH_EXCL;     /* the node state below is this process's own */
 	if (flags & SQLITE_OPEN_CREATE)
 		cf |= URCH_CREATE;
@@ -916,7 +940,7 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
 	note_absent(name, image, 0);
 	int r = urch_open_opts(name, cf, URCH_UR, &o, &u->ch);
 	if (r < 0)
-		return SQLITE_CANTOPEN;
+		return open_error(name, image, flags, r);
 	if (flags & SQLITE_OPEN_MAIN_DB) {
 		/* One image per database name in this process: journals and
 		 * WAL files find their image by the database's name. */
