@@ -66,14 +66,18 @@ fi
 is_git() { git -C "$TOP" rev-parse --verify -q HEAD >/dev/null 2>&1; }
 
 # --changed: the files that differ from the recorded commit (committed, staged, in the work tree,
-# or new), then the files under tests/ and scripts/ that name a changed one, until nothing is added
+# or new; a license line alone is no difference), then the files under tests/ and scripts/ that
+# name a changed one, until nothing is added
 touched=""
 if [ "$CHANGED" = 1 ]; then
 	base=$(sed -n '1s/^\([0-9a-f]\{40\}\)$/\1/p' "$REC" 2>/dev/null)
 	{ [ -n "$base" ] && is_git && git -C "$TOP" cat-file -e "$base^{commit}" 2>/dev/null; } || {
 		echo "mutate: --changed needs tests/mutants/KILLED-AT to hold a commit of this history"
 		echo "mutate: (found: '$(head -c 80 "$REC" 2>/dev/null)'): run the full set (sh scripts/mutate.sh)"; exit 1; }
-	touched=$( { git -C "$TOP" diff --name-only "$base" --; git -C "$TOP" ls-files -o --exclude-standard; } |
+	# (a change that only adds or removes license lines, SPDX-License-Identifier, changes
+	# no behaviour: such a file is not counted as changed)
+	touched=$( { git -C "$TOP" diff --numstat -I 'SPDX-License-Identifier: MIT' "$base" -- | cut -f 3-
+		     git -C "$TOP" ls-files -o --exclude-standard; } |
 		grep -v '^tests/mutants/KILLED-AT$' | sort -u)
 	# what a test is made of beyond its .c: the headers it includes (tests/X.h), the scripts it
 	# runs (scripts/X.sh) and the libraries it preloads (tests/lib/X.c -> libX.so)
