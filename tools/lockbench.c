@@ -1,8 +1,8 @@
 /*
  * lockbench - what hostile lock holders cost everyone else on one
  * simplefs_server (issue 27 item 2; docs/BENCHMARKS.md "Lock grants"): the
- * round trip of an UNLOCK (of a record just taken, so the server runs a
- * grant pass) on a file of its own, and a neighbour's NOP round trips
+ * round trip of an UNLOCK (of a record it holds, so the server runs a
+ * grant pass; the record is taken again between UNLOCKs) on a file of its own, and a neighbour's NOP round trips
  * meanwhile, first with 1 hostile ring, then with N (default 62: a server
  * takes UR_MAX_CLIENTS = 64 rings, two are the measuring and the neighbour
  * ring). Each hostile ring is a process of its own (so the per-process
@@ -206,8 +206,11 @@ struct result {
 	uint32_t nops, unlocks;
 };
 
-/* LOCK + UNLOCK pairs on fd, the UNLOCKs timed, at least reps of them and
- * for at least min_ms, while the neighbour runs. */
+/* UNLOCK + LOCK pairs on fd (its record [0,1) held before and after), the
+ * UNLOCKs timed, at least reps of them and for at least min_ms, while the
+ * neighbour runs. The record is kept between pairs: the hostile set fills
+ * the server's bound, and the room a freed record leaves is what its LOCK
+ * takes back. */
 static void measure(struct urfs_ring *m, int fd, unsigned reps, unsigned min_ms, int go, int back,
 		    struct result *res)
 {
@@ -221,8 +224,6 @@ static void measure(struct urfs_ring *m, int fd, unsigned reps, unsigned min_ms,
 	uint64_t end = now_ns() + (uint64_t)min_ms * 1000000u;
 	unsigned i;
 	for (i = 0; i < NOP_MAX && (i < reps || now_ns() < end); i++) {
-		if (lock_now(m, UR_OP_LOCK, fd, 0, 1) != 0)
-			die("measuring LOCK", EIO);
 		urfs_prep_unlock(sqe_of(m), fd, 0, 1);
 		uint64_t t = now_ns();
 		int32_t r = round_trip(m, NULL);
@@ -230,6 +231,8 @@ static void measure(struct urfs_ring *m, int fd, unsigned reps, unsigned min_ms,
 		if (r != 0)
 			die("measuring UNLOCK", r);
 		u[i] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+		if ((r = lock_now(m, UR_OP_LOCK, fd, 0, 1)) != 0)   /* its record back */
+			die("measuring LOCK", r);
 	}
 	uint32_t n;
 	if (write(go, "s", 1) != 1 || read_all(back, &n, sizeof(n)) < 0 || n > NOP_MAX ||
@@ -291,8 +294,9 @@ int main(int argc, char **argv)
 	struct urfs_ring m;
 	ring(&m, 8);
 	int fm = open_f(&m, "m"), fh = open_f(&m, "h");
-	if (lock_now(&m, UR_OP_LOCK, fh, 0, 0) != 0)     /* every hostile wait waits on it */
-		die("holding h", EIO);
+	if (lock_now(&m, UR_OP_LOCK, fh, 0, 0) != 0 ||   /* every hostile wait waits on it */
+	    lock_now(&m, UR_OP_LOCK, fm, 0, 1) != 0)     /* the record measure() cycles */
+		die("first records", EIO);
 
 	int go[2], back[2], up[2];
 	if (pipe(go) < 0 || pipe(back) < 0 || pipe(up) < 0)
