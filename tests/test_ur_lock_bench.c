@@ -2,8 +2,9 @@
  * "Lock grants"): briefly, with 3 hostile rings, it prints its two sets side
  * by side and the ratio line. Its hostile rings hold what the bounds allow
  * (UR_CLIENT_MAX_LOCKS - 1 records and UR_CLIENT_MAX_LOCKWAITS waits each:
- * three stay under the server's bounds), so those counts are checked; no
- * speed is: a test never asserts one. */
+ * three stay under the server's bounds), so those counts are checked; with
+ * --idle-rings (the control) they hold nothing. No speed is checked: a test
+ * never asserts one. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,23 @@ int main(void)
 	CHECK_EQ(st, 0);
 	CHECK_EQ(sets, 2);
 	CHECK_EQ(ratio, 1);
+	/* the control: the same rings holding nothing */
+	snprintf(cmd, sizeof(cmd), "'%s/lockbench' --image lb.sfs --hostile 2 --reps 20 --ms 50 --idle-rings", bin);
+	if (!(p = popen(cmd, "r")))
+		FAIL("popen: %s", strerror(errno));
+	sets = 0;
+	while (fgets(line, sizeof(line), p)) {
+		fputs(line, stdout);
+		unsigned rings, recs, waits;
+		if (sscanf(line, "hostile rings %u (records %u, waits %u)", &rings, &recs, &waits) == 3) {
+			CHECK_EQ(rings, sets ? 2 : 1);
+			CHECK_EQ(recs, 0);
+			CHECK_EQ(waits, 0);
+			sets++;
+		}
+	}
+	CHECK_EQ(pclose(p), 0);
+	CHECK_EQ(sets, 2);
 	printf("ok\n");
 	return 0;
 }

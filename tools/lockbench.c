@@ -13,8 +13,10 @@
  * waits, the UNLOCK's median and p99, the neighbour's NOP median, p99 and
  * max, then the ratio of the two UNLOCK medians - in one run, side by side.
  *
- *   lockbench [--image PATH] [--hostile N] [--reps R] [--ms T]
+ *   lockbench [--image PATH] [--hostile N] [--reps R] [--ms T] [--idle-rings]
  *
+ * --idle-rings: the control, the same rings taking no locks at all (what
+ * the number of rings costs, without the lock table).
  * Each set is measured for at least R UNLOCKs (default 2000) and T ms
  * (default 2000).
  * The image (default lockbench.sfs here) is formatted anew. Never asserts a
@@ -39,6 +41,7 @@
 #define NOP_MAX 2000000u
 
 static const char *image = "lockbench.sfs";
+static int idle_rings;                  /* --idle-rings: hostile rings that take no locks */
 
 static void die(const char *what, int e)
 {
@@ -118,9 +121,10 @@ static void hostile(unsigned k, int up)
 	snprintf(name, sizeof(name), "hostile%u", k);
 	int fd = open_f(&r, name), fh = open_f(&r, "h");
 	unsigned recs = 0, waits = 0;
-	while (recs < UR_CLIENT_MAX_LOCKS && lock_now(&r, UR_OP_LOCK, fd, 2 * (uint64_t)recs, 1) == 0)
+	while (!idle_rings && recs < UR_CLIENT_MAX_LOCKS &&
+	       lock_now(&r, UR_OP_LOCK, fd, 2 * (uint64_t)recs, 1) == 0)
 		recs++;
-	for (;;) {
+	while (!idle_rings) {
 		/* a waiting LOCK, then a NOP: a refused LOCK's CQE comes first */
 		struct urfs_sqe *s = sqe_of(&r);
 		urfs_prep_lock(s, fh, waits, 1, URFS_LOCK_WAIT);
@@ -266,6 +270,7 @@ int main(int argc, char **argv)
 		{ "hostile", required_argument, 0, 'n' },
 		{ "reps", required_argument, 0, 'r' },
 		{ "ms", required_argument, 0, 't' },
+		{ "idle-rings", no_argument, 0, 'z' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -276,9 +281,10 @@ int main(int argc, char **argv)
 		case 'n': nhost = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'r': reps = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 't': min_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'z': idle_rings = 1; break;
 		default:
 			fprintf(c == 'h' ? stdout : stderr,
-				"usage: lockbench [--image PATH] [--hostile N (2..%u)] [--reps R] [--ms T]\n",
+				"usage: lockbench [--image PATH] [--hostile N (2..%u)] [--reps R] [--ms T] [--idle-rings]\n",
 				MAX_HOSTILE);
 			return c == 'h' ? 0 : 2;
 		}
