@@ -227,9 +227,9 @@ $(O)/fuzz_uring: fuzz/fuzz_uring.c fuzz/fuzz_uring_steps.h $(URING_SRC) src/urin
 	  -o $@ fuzz/fuzz_uring.c $(URING_SRC) -pthread -lrt
 
 # Installed names fit a shared /usr/bin: bench becomes urfs-bench, test_ur_write_v2
-# (an example) stays in the tree, simplefs_server goes to LIBEXECDIR (the library
-# looks there). Man pages: man/man{1,3,7,8}.
-INSTALL_TOOLS := $(filter-out $(O)/test_ur_write_v2,$(TOOLS))
+# (an example) and lockbench (issue 27's lock benchmark) stay in the tree, simplefs_server
+# goes to LIBEXECDIR (the library looks there). Man pages: man/man{1,3,7,8}.
+INSTALL_TOOLS := $(filter-out $(O)/test_ur_write_v2 $(O)/lockbench,$(TOOLS))
 install: progs $(SQLITE_EXT) $(SQLITE_A)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
 	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
