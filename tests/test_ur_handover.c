@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "test_ur_stats.h"
 #include "ur_fs.h"
 #include "sfs.h"
 #include "../src/server/server.h"

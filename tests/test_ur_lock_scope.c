@@ -12,6 +12,7 @@
  * C's passes, and no more (before the index, every UNLOCK looked at every
  * queued wait of the server). The image fsck-clean at the end. */
 #include "test_ur_locks.h"
+#include "test_ur_stats.h"
 
 #define IMG "lks.sfs"
 #define STATS "server-stats.txt"

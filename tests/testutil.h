@@ -246,18 +246,6 @@ static inline void tu_stop_process(pid_t pid, const char *file, int line)
  * current directory): "#!/bin/sh", then before, "exec SERVER", after, "$@", where
  * SERVER is $UR_SERVER (tests/run.sh sets it). Returns that server's path, for
  * setenv("UR_SERVER", it, 1) to undo this; NULL when UR_SERVER is not set. */
-/* The number just before label in text (a server's --stats line), or -1
- * when label is not there. */
-static inline long long tu_count_before(const char *text, const char *label)
-{
-	const char *p = strstr(text, label);
-	if (!p)
-		return -1;
-	while (p > text && p[-1] >= '0' && p[-1] <= '9')
-		p--;
-	return strtoll(p, NULL, 10);
-}
-
 static inline const char *tu_wrap_server(const char *name, const char *before, const char *after)
 {
 	static char path[4096 + 64];
