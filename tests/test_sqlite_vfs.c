@@ -4,7 +4,7 @@
  * integrity_check; at the file level: writes stay pending (the file inside
  * the image is unchanged) until xSync, reads and a second handle see the
  * pending bytes, xSync puts them in the file, truncate cuts pending and
- * cached bytes, short reads; xAccess/xDelete of journals; locks between two connections
+ * cached bytes, short reads; delete-on-close files; xAccess/xDelete of journals; locks between two connections
  * of the process in both modes; another process cannot open a channel on
  * the image while the VFS uses it; the image from the URI or $SFS_IMAGE; names
  * the image cannot hold are refused. */
@@ -264,6 +264,54 @@ static void file_round(void)
 	free(g);
 }
 
+/* A delete-on-close file (SQLITE_OPEN_DELETEONCLOSE) is gone when its handle
+ * closes, even while another handle of this process keeps the file open: a
+ * file created again under its name starts empty (the VFS forgets what it
+ * held of the old one: its chunks and its size). */
+static void delete_on_close(void)
+{
+	sqlite3_vfs *vfs = sqlite3_vfs_find("urfs");
+	sqlite3_file *f = calloc(1, (size_t)vfs->szOsFile), *g = calloc(1, (size_t)vfs->szOsFile);
+	sqlite3_file *h = calloc(1, (size_t)vfs->szOsFile);
+	CHECK(f && g && h);
+	setenv("SFS_IMAGE", "t.sfs", 1);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int out = 0, res = -1;
+	static unsigned char a[6000], b[6000];
+	fill(a, sizeof(a), 3);
+	CHECK_EQ(vfs->xOpen(vfs, "doc.tmp", f, fl | SQLITE_OPEN_DELETEONCLOSE, &out), SQLITE_OK);
+	CHECK_EQ(vfs->xOpen(vfs, "doc.tmp", g, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a, 5000, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	sqlite3_int64 sz = -1;
+	CHECK_EQ(f->pMethods->xFileSize(f, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 5000);
+	CHECK_EQ(f->pMethods->xWrite(f, a, 100, 5000), SQLITE_OK);     /* pending at the close */
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xAccess(vfs, "doc.tmp", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	/* The same name again: a new, empty file. */
+	CHECK_EQ(vfs->xOpen(vfs, "doc.tmp", h, fl, &out), SQLITE_OK);
+	CHECK_EQ(h->pMethods->xFileSize(h, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 0);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(h->pMethods->xRead(h, b, 100, 0), SQLITE_IOERR_SHORT_READ);
+	CHECK_EQ(b[0], 0);
+	CHECK_EQ(h->pMethods->xWrite(h, a + 1, 10, 0), SQLITE_OK);
+	CHECK_EQ(h->pMethods->xSync(h, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	CHECK_EQ(h->pMethods->xFileSize(h, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 10);
+	CHECK_EQ(chan_read("doc.tmp", b, sizeof(b), 0), 10);
+	CHECK(!memcmp(b, a + 1, 10));
+	CHECK_EQ(g->pMethods->xClose(g), SQLITE_OK);
+	CHECK_EQ(h->pMethods->xClose(h), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "doc.tmp", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+	free(g);
+	free(h);
+}
+
 /* Journals come and go; two connections follow SQLite's locking. */
 static void journal_and_locks(void)
 {
@@ -368,6 +416,7 @@ int main(void)
 	sql_round("rb.db", "delete");
 	sql_round("wal.db", "wal");
 	file_round();
+	delete_on_close();
 	journal_and_locks();
 	images();
 	/* Every connection closed: the server unmounted the image cleanly. */
