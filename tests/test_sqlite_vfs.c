@@ -4,10 +4,13 @@
  * integrity_check; at the file level: writes stay pending (the file inside
  * the image is unchanged) until xSync, reads and a second handle see the
  * pending bytes, xSync puts them in the file, truncate cuts pending and
- * cached bytes, short reads; delete-on-close files; xAccess/xDelete of journals; locks between two connections
+ * cached bytes, short reads (also across the end, from the server); delete-on-close files; xAccess/xDelete of journals,
+ * names that are only "-journal" or "-wal", the known-absent journal answered
+ * from the node (no realpath); xDlError; locks between two connections
  * of the process in both modes; another process cannot open a channel on
  * the image while the VFS uses it; the image from the URI or $SFS_IMAGE; names
  * the image cannot hold are refused. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -17,6 +20,19 @@
 #include "testutil.h"
 #include "ur_chan.h"
 #include "../src/sqlite/urfs_sqlite.h"
+
+/* Calls of realpath(3) in the process (the VFS resolves an image's real
+ * path with it): this definition comes before libc's. */
+static int realpath_calls;
+
+char *realpath(const char *restrict path, char *restrict resolved)
+{
+	static char *(*next)(const char *restrict, char *restrict);
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "realpath");
+	__atomic_add_fetch(&realpath_calls, 1, __ATOMIC_RELAXED);
+	return next(path, resolved);
+}
 
 static void exec_ok(sqlite3 *db, const char *sql)
 {
@@ -246,6 +262,13 @@ static void file_round(void)
 	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 7100);
 	CHECK(!memcmp(b, keep, 100) && !memcmp(b + 5000, a, 10));
 	CHECK(!memcmp(b + 7000, a, 100));
+	/* A read across the end of the file, from the server (nothing held):
+	 * the bytes before the end, zeros after. */
+	CHECK_EQ(vfs->xOpen(vfs, "ov.db", f, fl, &out), SQLITE_OK);
+	memset(b, 0xEE, 200);
+	CHECK_EQ(f->pMethods->xRead(f, b, 200, 7000), SQLITE_IOERR_SHORT_READ);
+	CHECK(!memcmp(b, a, 100) && !memcmp(b + 100, z, 100));
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
 	/* xAccess / xDelete. */
 	int res = -1;
 	CHECK_EQ(vfs->xAccess(vfs, "ov.db", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
@@ -309,6 +332,69 @@ static void delete_on_close(void)
 	unsetenv("SFS_IMAGE");
 	free(f);
 	free(g);
+	free(h);
+}
+
+/* Names that are only a suffix ("-journal", "-wal") are files of their own,
+ * no database's journal or WAL: what the VFS knows of journals never answers
+ * for them. A known-absent journal is answered from the database's node,
+ * without resolving the image's real path. The loader
+ * calls go to the host's VFS. */
+static void names_and_cache(void)
+{
+	sqlite3_vfs *vfs = sqlite3_vfs_find("urfs");
+	sqlite3_file *h = calloc(1, (size_t)vfs->szOsFile);
+	CHECK(h != NULL);
+	setenv("SFS_IMAGE", "t.sfs", 1);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	static const char *const sfx[] = { "-journal", "-wal" };
+	for (int i = 0; i < 2; i++) {
+		int out = 0, res = -1;
+		/* Deleted while a handle keeps its node: still nobody's journal. */
+		CHECK_EQ(vfs->xOpen(vfs, sfx[i], h, fl, &out), SQLITE_OK);
+		CHECK_EQ(vfs->xAccess(vfs, sfx[i], SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+		CHECK_EQ(res, 1);
+		CHECK_EQ(vfs->xDelete(vfs, sfx[i], 0), SQLITE_OK);
+		CHECK_EQ(vfs->xAccess(vfs, sfx[i], SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+		CHECK_EQ(res, 0);
+		/* Created again (a plain channel of this process): it exists. */
+		struct urch_opts o = { .image = "t.sfs" };
+		struct urch *ch;
+		CHECK_EQ(urch_open_opts(sfx[i], URCH_CREATE, URCH_UR, &o, &ch), 0);
+		urch_close(ch);
+		CHECK_EQ(vfs->xAccess(vfs, sfx[i], SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+		CHECK_EQ(res, 1);
+		CHECK_EQ(h->pMethods->xClose(h), SQLITE_OK);
+		CHECK_EQ(vfs->xDelete(vfs, sfx[i], 0), SQLITE_OK);
+	}
+	unsetenv("SFS_IMAGE");
+
+	/* The known-absent journal (SQLite's hot-journal check after a commit
+	 * in journal_mode=DELETE deleted it) and WAL are answered from the
+	 * database's node, by its name: the image's real path is not resolved
+	 * (SQLITE.md: that cost a getcwd and a readlink per read transaction). */
+	sqlite3 *db = open_db("file:ab.db?vfs=urfs&image=t.sfs");
+	exec_ok(db, "PRAGMA journal_mode=DELETE; CREATE TABLE a(x); INSERT INTO a VALUES(1)");
+	int res = -1, calls = realpath_calls;
+	CHECK_EQ(vfs->xAccess(vfs, "ab.db-journal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	CHECK_EQ(realpath_calls, calls);
+	res = -1;
+	CHECK_EQ(vfs->xAccess(vfs, "ab.db-wal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	CHECK_EQ(realpath_calls, calls);
+	CHECK(vfs->xAccess(vfs, "ab.db", SQLITE_ACCESS_EXISTS, &res) == SQLITE_OK && res == 1);
+	CHECK(realpath_calls > calls);     /* the counter counts: not known absent */
+	CHECK_EQ(q_int(db, "SELECT x FROM a"), 1);
+	CHECK_EQ(sqlite3_close(db), SQLITE_OK);
+
+	/* xDlOpen/xDlError: the host's loader and its message. */
+	char msg[256];
+	memset(msg, 0, sizeof(msg));
+	CHECK(vfs->xDlOpen(vfs, "./no-such-library.so") == NULL);
+	vfs->xDlError(vfs, (int)sizeof(msg) - 1, msg);
+	if (!strstr(msg, "no-such-library"))
+		FAIL("xDlError: \"%s\"", msg);
 	free(h);
 }
 
@@ -417,6 +503,7 @@ int main(void)
 	sql_round("wal.db", "wal");
 	file_round();
 	delete_on_close();
+	names_and_cache();
 	journal_and_locks();
 	images();
 	/* Every connection closed: the server unmounted the image cleanly. */
