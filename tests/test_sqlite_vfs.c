@@ -4,12 +4,15 @@
  * integrity_check; at the file level: writes stay pending (the file inside
  * the image is unchanged) until xSync, reads and a second handle see the
  * pending bytes, xSync puts them in the file, truncate cuts pending and
- * cached bytes, short reads (also across the end, from the server); delete-on-close files; xAccess/xDelete of journals,
- * names that are only "-journal" or "-wal", the known-absent journal answered
- * from the node (no realpath); xDlError; locks between two connections
- * of the process in both modes; another process cannot open a channel on
- * the image while the VFS uses it; the image from the URI or $SFS_IMAGE; names
- * the image cannot hold are refused. */
+ * cached bytes, a read over held chunks around one not held, short reads
+ * (also across the end, from the server); delete-on-close files;
+ * xAccess/xDelete of journals, names that are only "-journal" or "-wal", the
+ * known-absent journal answered from the node (no realpath); xDlError; locks
+ * between two connections of the process in both modes; another process
+ * cannot open a channel on the image while the VFS uses it; the image from
+ * the URI or $SFS_IMAGE; names the image cannot hold are refused (by
+ * xFullPathname and by xOpen); the WAL index's locks at the file level (a
+ * handle's own SHARED does not keep its EXCLUSIVE off, another's does). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <sqlite3.h>
@@ -282,9 +285,37 @@ static void file_round(void)
 	CHECK_EQ(vfs->xFullPathname(vfs, "dir/x.db", (int)sizeof(full), full), SQLITE_CANTOPEN);
 	CHECK_EQ(vfs->xFullPathname(vfs, "a2345678901234567890123456789012345678901234567890123456",
 				    (int)sizeof(full), full), SQLITE_CANTOPEN);
+	/* xOpen refuses them too (a name SQLite did not make: no xFullPathname
+	 * before it), and creates nothing under a cut name. */
+	static const char *const bad[] = {
+		"", "dir/x.db",
+		"a234567890123456789012345678901234567890123456789012345678901234",
+	};
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(vfs->xOpen(vfs, bad[i], f, fl, &out), SQLITE_CANTOPEN);
+	CHECK_EQ(vfs->xAccess(vfs, "a23456789012345678901234567890123456789012345678901234567890123",
+			      SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
 	unsetenv("SFS_IMAGE");
 	free(f);
 	free(g);
+}
+
+/* The file-level parts: the VFS, with $SFS_IMAGE naming the image for the
+ * names they open (they give no URI); a handle's memory. */
+static sqlite3_vfs *file_level(void)
+{
+	sqlite3_vfs *vfs = sqlite3_vfs_find("urfs");
+	CHECK(vfs != NULL);
+	setenv("SFS_IMAGE", "t.sfs", 1);
+	return vfs;
+}
+
+static sqlite3_file *file_alloc(sqlite3_vfs *vfs)
+{
+	sqlite3_file *f = calloc(1, (size_t)vfs->szOsFile);
+	CHECK(f != NULL);
+	return f;
 }
 
 /* A delete-on-close file (SQLITE_OPEN_DELETEONCLOSE) is gone when its handle
@@ -293,11 +324,8 @@ static void file_round(void)
  * held of the old one: its chunks and its size). */
 static void delete_on_close(void)
 {
-	sqlite3_vfs *vfs = sqlite3_vfs_find("urfs");
-	sqlite3_file *f = calloc(1, (size_t)vfs->szOsFile), *g = calloc(1, (size_t)vfs->szOsFile);
-	sqlite3_file *h = calloc(1, (size_t)vfs->szOsFile);
-	CHECK(f && g && h);
-	setenv("SFS_IMAGE", "t.sfs", 1);
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs), *g = file_alloc(vfs), *h = file_alloc(vfs);
 	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	int out = 0, res = -1;
 	static unsigned char a[6000], b[6000];
@@ -342,10 +370,8 @@ static void delete_on_close(void)
  * calls go to the host's VFS. */
 static void names_and_cache(void)
 {
-	sqlite3_vfs *vfs = sqlite3_vfs_find("urfs");
-	sqlite3_file *h = calloc(1, (size_t)vfs->szOsFile);
-	CHECK(h != NULL);
-	setenv("SFS_IMAGE", "t.sfs", 1);
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *h = file_alloc(vfs);
 	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	static const char *const sfx[] = { "-journal", "-wal" };
 	for (int i = 0; i < 2; i++) {
@@ -396,6 +422,66 @@ static void names_and_cache(void)
 	if (!strstr(msg, "no-such-library"))
 		FAIL("xDlError: \"%s\"", msg);
 	free(h);
+}
+
+/* A read over chunks the VFS holds and one it does not, between them, gets
+ * the missing one from the file. */
+static void held_around_gap(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int out = 0;
+	static unsigned char a[3 * 4096], b[3 * 4096];
+	fill(a, sizeof(a), 5);
+	CHECK_EQ(vfs->xOpen(vfs, "gap.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a, sizeof(a), 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);     /* sent; nothing held */
+	CHECK_EQ(vfs->xOpen(vfs, "gap.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 0), SQLITE_OK);      /* held: chunk 0 */
+	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 8192), SQLITE_OK);   /* and chunk 2 */
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(f->pMethods->xRead(f, b, sizeof(b), 0), SQLITE_OK);
+	CHECK(!memcmp(b, a, sizeof(b)));
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "gap.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+}
+
+/* The WAL index's locks at the file level, as the unix VFS keeps them: a
+ * handle may take EXCLUSIVE on a slot where it alone holds SHARED; another
+ * handle's SHARED keeps it off (SQLITE_BUSY). */
+static void shm_locks(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs), *g = file_alloc(vfs);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	const int sh = SQLITE_SHM_LOCK | SQLITE_SHM_SHARED, ex = SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE;
+	int out = 0;
+	void volatile *p = NULL, *q = NULL;
+	CHECK_EQ(vfs->xOpen(vfs, "shm.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(vfs->xOpen(vfs, "shm.db", g, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmMap(f, 0, 32768, 1, &p), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xShmMap(g, 0, 32768, 1, &q), SQLITE_OK);
+	CHECK(p != NULL && p == q);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, sh), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, ex), SQLITE_OK);     /* its own SHARED */
+	CHECK_EQ(g->pMethods->xShmLock(g, 3, 1, sh), SQLITE_BUSY);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xShmLock(g, 3, 1, sh), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, sh), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, ex), SQLITE_BUSY);   /* g's SHARED */
+	CHECK_EQ(g->pMethods->xShmLock(g, 3, 1, SQLITE_SHM_UNLOCK | SQLITE_SHM_SHARED), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, ex), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmUnmap(f, 1), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xShmUnmap(g, 1), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xClose(g), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "shm.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+	free(g);
 }
 
 /* Journals come and go; two connections follow SQLite's locking. */
@@ -504,6 +590,8 @@ int main(void)
 	file_round();
 	delete_on_close();
 	names_and_cache();
+	held_around_gap();
+	shm_locks();
 	journal_and_locks();
 	images();
 	/* Every connection closed: the server unmounted the image cleanly. */
