@@ -12,7 +12,10 @@
  * cannot open a channel on the image while the VFS uses it; the image from
  * the URI or $SFS_IMAGE; names the image cannot hold are refused (by
  * xFullPathname and by xOpen); the WAL index's locks at the file level (a
- * handle's own SHARED does not keep its EXCLUSIVE off, another's does). */
+ * handle's own SHARED does not keep its EXCLUSIVE off, another's does); a
+ * full image reported by the write that passes 32 MiB pending, and a failed
+ * batch leaving the size to be asked again; registration
+ * refused over a host VFS older than version 2. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <sqlite3.h>
@@ -484,6 +487,49 @@ static void shm_locks(void)
 	free(g);
 }
 
+/* Past 32 MiB pending the bytes go to the server (SQLITE.md): on an image too
+ * small for them, the write that sent them says SQLITE_FULL (not only the
+ * next xSync); the bytes stay pending. */
+static void full_at_write(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs);
+	CHECK_EQ(sfs_format("small.sfs", 16u << 20, 64), 0);
+	setenv("SFS_IMAGE", "small.sfs", 1);
+	int out = 0, rc = SQLITE_OK;
+	unsigned mib = 0;
+	static unsigned char a[1u << 20];
+	fill(a, sizeof(a), 9);
+	CHECK_EQ(vfs->xOpen(vfs, "big.db", f, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &out),
+		 SQLITE_OK);
+	while (rc == SQLITE_OK && mib < 40)
+		rc = f->pMethods->xWrite(f, a, (int)sizeof(a), (sqlite3_int64)mib++ << 20);
+	if (rc != SQLITE_FULL)
+		FAIL("%u MiB written to a 16 MiB image: %d, expected SQLITE_FULL", mib, rc);
+	CHECK(mib > 16);
+	sqlite3_int64 sz = 0;
+	CHECK_EQ(f->pMethods->xFileSize(f, &sz), SQLITE_OK);
+	CHECK_EQ(sz, (sqlite3_int64)mib << 20);   /* pending, the failed write's too */
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_FULL);
+	CHECK_EQ(f->pMethods->xTruncate(f, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	/* A failed batch leaves the file's size to be asked again: a sparse
+	 * 100 MiB file, 20 MiB written into its hole, the xSync full. */
+	CHECK_EQ(f->pMethods->xTruncate(f, 100 << 20), SQLITE_OK);
+	for (mib = 0; mib < 20; mib++)
+		CHECK_EQ(f->pMethods->xWrite(f, a, (int)sizeof(a), (sqlite3_int64)mib << 20), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_FULL);
+	CHECK_EQ(f->pMethods->xFileSize(f, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 100 << 20);
+	CHECK_EQ(f->pMethods->xTruncate(f, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "big.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+	FSCK_CLEAN("small.sfs");
+}
+
 /* Journals come and go; two connections follow SQLite's locking. */
 static void journal_and_locks(void)
 {
@@ -582,6 +628,19 @@ static void images(void)
 
 int main(void)
 {
+	/* The VFS needs a host VFS of version 2 or later (xCurrentTimeInt64):
+	 * registered over an older default it refuses, and works once a
+	 * suitable one is the default. */
+	sqlite3_vfs *host = sqlite3_vfs_find(NULL), old;
+	CHECK(host != NULL);
+	old = *host;
+	old.iVersion = 1;
+	old.zName = "old-host";
+	CHECK_EQ(sqlite3_vfs_register(&old, 1), SQLITE_OK);
+	CHECK_EQ(urfs_sqlite_register(0), SQLITE_ERROR);
+	CHECK(sqlite3_vfs_find("urfs") == NULL);
+	CHECK_EQ(sqlite3_vfs_register(host, 1), SQLITE_OK);
+	CHECK_EQ(sqlite3_vfs_unregister(&old), SQLITE_OK);
 	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
 	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
 	CHECK_EQ(sfs_format("t.sfs", 256u << 20, 256), 0);
@@ -592,6 +651,7 @@ int main(void)
 	names_and_cache();
 	held_around_gap();
 	shm_locks();
+	full_at_write();
 	journal_and_locks();
 	images();
 	/* Every connection closed: the server unmounted the image cleanly. */
