@@ -147,6 +147,16 @@ static void drop_all(struct node *nd)
 	nd->pend_end = 0;
 }
 
+/* The file is being removed: forget what the node holds of it, its chunks
+ * and its size (a file created again under the name starts empty). */
+static void forget(struct node *nd)
+{
+	pthread_mutex_lock(&nd->mu);
+	drop_all(nd);
+	nd->size = -1;
+	pthread_mutex_unlock(&nd->mu);
+}
+
 /* Keep the chunks keep() accepts, cut to [0, size); rebuilt table (removals
  * would break its probe chains). */
 static int rebuild(struct node *nd, uint64_t size, int (*keep)(const struct chunk *))
@@ -857,9 +867,7 @@ static int x_close(sqlite3_file *f)
 	pthread_mutex_unlock(&nd->mu);
 	if (u->flags & SQLITE_OPEN_DELETEONCLOSE) {
 		struct urch_opts o = { .image = nd->image };
-		pthread_mutex_lock(&nd->mu);
-		drop_all(nd);
-		pthread_mutex_unlock(&nd->mu);
+		forget(nd);
 		urch_unlink(nd->name, URCH_UR, &o);
 	}
 	urch_close(u->ch);
@@ -975,12 +983,8 @@ static int v_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
 	if (!name_ok(name))
 		return SQLITE_IOERR_DELETE;
 	struct node *nd = locked_node(name, image);
-	if (nd) {
-		pthread_mutex_lock(&nd->mu);
-		drop_all(nd);
-		nd->size = -1;
-		pthread_mutex_unlock(&nd->mu);
-	}
+	if (nd)
+		forget(nd);
 	pthread_mutex_unlock(&g_mu);
 	struct urch_opts o = { .image = image };
 	int r = urch_unlink(name, URCH_UR, &o);
