@@ -2,7 +2,7 @@
  * flags, read/write at offsets and at the file position, append, readv/writev
  * mixing region and ordinary buffers, fixed buffers, fsync, ftruncate, statx
  * by handle and by name, unlink, close), linked chains cancelled with
- * -ECANCELED (error and short read), drain, and every malformed SQE class
+ * -ECANCELED (error, short read and short readv), drain, and every malformed SQE class
  * (opcode, flags, reserved bits, fd, buffer index, address/length ranges with
  * overflow, offset, iovec count and ranges, names, statx output, registration)
  * answered with -EINVAL/-EBADF/-EFAULT/-ENAMETOOLONG in ABI.md's order while
@@ -246,6 +246,11 @@ int main(void)
 	s = sqe_n(1); urfs_prep_nop(s); SET(s, 1);
 	run(2, res);
 	expect(res[0], 50, "short linked read"); expect(res[1], -ECANCELED, "after short read");
+	struct iovec sv[2] = { { buf2, 30 }, { buf2 + 30, 70 } };
+	s = sqe_n(0); urfs_prep_readv(s, fd, sv, 2, 950); SET(s, 0); urfs_sqe_set_flags(s, URFS_IOSQE_IO_LINK);
+	s = sqe_n(1); urfs_prep_nop(s); SET(s, 1);
+	run(2, res);
+	expect(res[0], 50, "short linked readv"); expect(res[1], -ECANCELED, "after short readv");
 	/* a good chain runs whole */
 	s = sqe_n(0); urfs_prep_write(s, fd, "QQ", 2, 10); SET(s, 0); urfs_sqe_set_flags(s, URFS_IOSQE_IO_LINK);
 	s = sqe_n(1); urfs_prep_read(s, fd, buf2, 2, 10); SET(s, 1);
