@@ -4,7 +4,8 @@
  * by handle and by name, unlink, close), linked chains cancelled with
  * -ECANCELED (error, short read and short readv), drain, and every malformed SQE class
  * (opcode, flags, reserved bits, fd, buffer index, address/length ranges with
- * overflow, offset, iovec count and ranges, names, statx output, registration)
+ * overflow, offset, iovec count and ranges, names, statx output, registration,
+ * a registration of 0 or more than UR_MAX_BUFS buffers)
  * answered with -EINVAL/-EBADF/-EFAULT/-ENAMETOOLONG in ABI.md's order while
  * the ring stays healthy; an index no longer registered; a buffer larger than
  * the staging area (-ENOBUFS). */
@@ -151,6 +152,11 @@ int main(void)
 
 	/* --- fixed buffers --- */
 	struct iovec fb[2] = { { NULL, 4096 }, { NULL, 8192 } };
+	static struct iovec many[UR_MAX_BUFS + 1];
+	for (unsigned i = 0; i <= UR_MAX_BUFS; i++)
+		many[i].iov_len = 1;
+	expect(urfs_register_buffers(&ring, fb, 0), -EINVAL, "register 0 buffers");
+	expect(urfs_register_buffers(&ring, many, UR_MAX_BUFS + 1), -EINVAL, "register 4097 buffers");
 	if ((r = urfs_register_buffers(&ring, fb, 2)) < 0) FAIL("register: %s", strerror(-r));
 	if (!fb[0].iov_base || !fb[1].iov_base) FAIL("no buffer addresses");
 	expect(urfs_register_buffers(&ring, fb, 2), -EBUSY, "second registration");
