@@ -6,7 +6,10 @@
  * program run again as the "server") that answers the start-up with hostile
  * hello values: an err in -4095..-1 comes back as that -errno with the
  * server's message, anything else (-4096, INT32_MIN, a positive number) as
- * -EIO, never as success or a wild value (ABI.md: err is 0 or -errno). */
+ * -EIO, never as success or a wild value (ABI.md: err is 0 or -errno); a
+ * server that cannot be started (a directory); each failed start leaves no
+ * descriptor or region mapping behind. */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -135,8 +138,33 @@ static int fake_start(long long err, struct urfs_params *p)
 	return e;
 }
 
+/* Open descriptors, and mappings of a ring's region, of this process. */
+static int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	CHECK(d != NULL);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int count_region_maps(void)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "urfs-ring") != NULL;
+	fclose(f);
+	return n;
+}
+
 static void hostile_hello(void)
 {
+	int fds0 = count_fds(), maps0 = count_region_maps();
 	static const struct { long long err; int want; } t[] = {
 		{ -4095, -4095 }, { -EROFS, -EROFS }, { -1, -1 },
 		{ -4096, -EIO }, { INT32_MIN, -EIO }, { 1, -EIO }, { 4095, -EIO }, { INT32_MAX, -EIO },
@@ -151,6 +179,19 @@ static void hostile_hello(void)
 			FAIL("server hello err %lld: message '%.40s...' is not the server's", t[i].err, p.errmsg);
 	}
 	unsetenv("URTEST_FAKE_ERR");
+	/* A "server" that cannot be started (a directory passes access(X_OK)). */
+	struct urfs_params p;
+	struct urfs_ring r;
+	memset(&p, 0, sizeof(p));
+	p.flags = URFS_SETUP_NOIMAGE;
+	p.server = "/";
+	int e = urfs_queue_init_params(8, &r, &p);
+	if (e >= 0)
+		FAIL("a directory as the server started a ring");
+	/* Every failed start gave back what it took. */
+	if (count_fds() != fds0 || count_region_maps() != maps0)
+		FAIL("failed starts leaked: %d descriptors (was %d), %d region mappings (was %d)",
+		     count_fds(), fds0, count_region_maps(), maps0);
 }
 
 int main(int argc, char **argv)
