@@ -4,7 +4,8 @@
  * that failed is never reported done), single ops and size fail with -EPIPE,
  * close returns; a new channel
  * on the image then starts a fresh server and sees the data written and
- * forced before the kill. */
+ * forced before the kill; after its close no server runs, nor after a failed
+ * open (the context ends with its last channel). */
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,5 +73,12 @@ int main(void)
 	for (size_t i = 0; i < sizeof(buf); i++)
 		CHECK(buf[i] == pat(i, 7), "byte %zu after restart", i);
 	urch_close(ch);
+	CHECK(child_server() < 0, "a server runs after the image's last channel closed");
+
+	/* An open that fails is no channel: it does not keep the context (its
+	 * ring, its server) alive once it is the only one. */
+	r = urch_open_opts("missing", 0, URCH_UR, &o, &ch);
+	CHECK(r == -ENOENT, "open of a missing file: %d", r);
+	CHECK(child_server() < 0, "a failed open left the image's ring and server running");
 	return 0;
 }
