@@ -6,7 +6,8 @@
  * -ENODATA; a batch with bad ops (past EOF, bad position, NULL buffer, crossing
  * EOF, zero length) reports each op and completes the rest; writes on a
  * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
- * O_DSYNC channels; urch_batch_write_force; urch_unlink removes the file once (then -ENOENT).
+ * O_DSYNC channels; urch_batch_write_force; urch_unlink removes the file once (then -ENOENT);
+ * a NULL channel is -EINVAL to close, engine and fd.
  * A configuration the host cannot run (io_uring blocked, no O_DIRECT) is a skipped part. */
 #include <unistd.h>
 #include "test_chan_common.h"
@@ -289,6 +290,8 @@ static void run(const struct cfg *c)
 	r = urch_unlink(c->path, c->engine, &o);
 	CHECK(r == -ENOENT, "%s: unlink twice: %d", c->label, r);
 	CHECK(urch_unlink(NULL, c->engine, &o) == -EINVAL, "%s: unlink NULL", c->label);
+	CHECK(urch_close(NULL) == -EINVAL, "%s: close NULL", c->label);
+	CHECK(urch_engine(NULL) == -EINVAL && urch_fd(NULL) == -EINVAL, "%s: engine, fd of NULL", c->label);
 	CHECK(urch_unlink(c->path, 99, &o) == -EINVAL, "%s: unlink, bad engine", c->label);
 	if (c->engine == URCH_UR)
 		CHECK(urch_unlink("a/b", c->engine, &o) == -EINVAL, "%s: unlink a/b", c->label);

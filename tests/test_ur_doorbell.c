@@ -6,7 +6,8 @@
  * each return within a second; ringing and draining still count correctly;
  * the interrupt timer is not left armed; and the start-up check refuses
  * anything but a counter-mode eventfd (/dev/null, a pipe, a semaphore
- * eventfd, a timerfd, a socket). Each blocking case runs in a child that is
+ * eventfd, a timerfd, a socket) with a message that names the fd and what it
+ * is not. Each blocking case runs in a child that is
  * killed if it hangs. */
 #include <sys/timerfd.h>
 #include "test_ur_raw.h"
@@ -118,6 +119,16 @@ int main(void)
 		if (r != -EINVAL)
 			FAIL("doorbell check %d took fd %d (r %d)", i, bad[i], r);
 		printf("refused: %s\n", err);
+		/* The refusal says which fd and what it is not (the server
+		 * prints it, a client shows it: ABI.md, counter-mode eventfds). */
+		char want[64];
+		snprintf(want, sizeof(want), "doorbell fd %d is not ", bad[i]);
+		if (strncmp(err, want, strlen(want)))
+			FAIL("refusal of fd %d does not name it: \"%s\"", bad[i], err);
+		const char *what = i == 2 ? "EFD_SEMAPHORE" : "an eventfd";
+		if (!strstr(err, what))
+			FAIL("refusal of fd %d does not say it is not %s: \"%s\"", bad[i],
+			     i == 2 ? "counter-mode" : "an eventfd", err);
 	}
 	return 0;
 }

@@ -2,16 +2,26 @@
  * the client's wait and submit return -EPIPE instead of hanging (within 5 s). The client
  * SIGKILLed (server idle or busy): the server exits promptly, no orphan (the
  * test is a subreaper and reaps it). A missing server binary: a clear -ENOENT
- * naming simplefs_server. Normal exit reaps the server. */
+ * naming simplefs_server. Normal exit reaps the server. A fake server (this
+ * program run again as the "server") that answers the start-up with hostile
+ * hello values: an err in -4095..-1 comes back as that -errno with the
+ * server's message, anything else (-4096, INT32_MIN, a positive number) as
+ * -EIO, never as success or a wild value (ABI.md: err is 0 or -errno); a
+ * server that cannot be started (a directory); each failed start leaves no
+ * descriptor or region mapping behind. */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "ur_abi.h"
 #include "ur_fs.h"
 
 #include "testutil.h"
@@ -101,9 +111,94 @@ static void client_killed(int busy)
 	}
 }
 
-int main(void)
+/* Run as the ring's server (argv[1] "--client"): answer the start-up with the
+ * hello err given in $URTEST_FAKE_ERR and a message that is not terminated. */
+static int fake_server(void)
+{
+	struct ur_hello h;
+	memset(&h, 'x', sizeof(h));
+	h.err = (int32_t)strtoll(getenv("URTEST_FAKE_ERR"), NULL, 0);
+	h.pid = (int32_t)getpid();
+	return send(UR_FD_LIVE, &h, sizeof(h), 0) == (ssize_t)sizeof(h) ? 0 : 2;
+}
+
+/* Start a ring on the fake server answering err; what the setup returns. */
+static int fake_start(long long err, struct urfs_params *p)
+{
+	char v[32];
+	snprintf(v, sizeof(v), "%lld", err);
+	setenv("URTEST_FAKE_ERR", v, 1);
+	struct urfs_ring r;
+	memset(p, 0, sizeof(*p));
+	p->flags = URFS_SETUP_NOIMAGE;
+	p->server = "/proc/self/exe";
+	int e = urfs_queue_init_params(8, &r, p);
+	if (e == 0)
+		urfs_queue_exit(&r);
+	return e;
+}
+
+/* Open descriptors, and mappings of a ring's region, of this process. */
+static int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	CHECK(d != NULL);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int count_region_maps(void)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "urfs-ring") != NULL;
+	fclose(f);
+	return n;
+}
+
+static void hostile_hello(void)
+{
+	int fds0 = count_fds(), maps0 = count_region_maps();
+	static const struct { long long err; int want; } t[] = {
+		{ -4095, -4095 }, { -EROFS, -EROFS }, { -1, -1 },
+		{ -4096, -EIO }, { INT32_MIN, -EIO }, { 1, -EIO }, { 4095, -EIO }, { INT32_MAX, -EIO },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct urfs_params p;
+		int e = fake_start(t[i].err, &p);
+		if (e != t[i].want)
+			FAIL("server hello err %lld: setup returned %d, want %d", t[i].err, e, t[i].want);
+		/* the server's reason, cut to the buffer and terminated */
+		if (strspn(p.errmsg, "x") < 100 || p.errmsg[strspn(p.errmsg, "x")] != '\0')
+			FAIL("server hello err %lld: message '%.40s...' is not the server's", t[i].err, p.errmsg);
+	}
+	unsetenv("URTEST_FAKE_ERR");
+	/* A "server" that cannot be started (a directory passes access(X_OK)). */
+	struct urfs_params p;
+	struct urfs_ring r;
+	memset(&p, 0, sizeof(p));
+	p.flags = URFS_SETUP_NOIMAGE;
+	p.server = "/";
+	int e = urfs_queue_init_params(8, &r, &p);
+	if (e >= 0)
+		FAIL("a directory as the server started a ring");
+	/* Every failed start gave back what it took. */
+	if (count_fds() != fds0 || count_region_maps() != maps0)
+		FAIL("failed starts leaked: %d descriptors (was %d), %d region mappings (was %d)",
+		     count_fds(), fds0, count_region_maps(), maps0);
+}
+
+int main(int argc, char **argv)
 {
 	struct urfs_ring r;
+	if (argc > 1 && !strcmp(argv[1], "--client") && getenv("URTEST_FAKE_ERR"))
+		return fake_server();
 	alarm(60);
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		FAIL("subreaper");
@@ -145,7 +240,10 @@ int main(void)
 	client_killed(0);
 	client_killed(1);
 
-	/* 4. no server binary */
+	/* 4. a server whose hello is hostile */
+	hostile_hello();
+
+	/* 5. no server binary */
 	setenv("UR_SERVER", "/nonexistent/simplefs_server", 1);
 	struct urfs_params p;
 	memset(&p, 0, sizeof(p));

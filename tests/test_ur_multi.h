@@ -473,16 +473,11 @@ static inline int mp_region(int seal, int bad_header)
 	return fd;
 }
 
-/* Attach to the server at attach name n by hand: kind 0 says nothing, 1 a
+/* Send an attach request by hand on connection c: kind 0 says nothing, 1 a
  * bad magic, 2 passes no descriptors, 3 five, 4 an unsealed region, 5
- * /dev/null doorbells, 6 a bad header, 7 a sound request. Returns the
- * answer's err (1: no answer within 5 s) and its reason in why; -errno of
- * connect (nothing sent) when the name cannot be reached. */
-static inline int mp_attach_raw_at(const struct ur_attach_name *n, int kind, char *why, size_t whylen)
+ * /dev/null doorbells, 6 a bad header, 7 a sound request. */
+static inline void mp_attach_send(int c, int kind)
 {
-	int c = mp_connect_at(n);
-	if (c < 0)
-		return c;
 	int fds[5], nfd = 3;
 	struct ur_attach m = { UR_ABI_MAGIC, UR_ABI_VERSION, 0, 0 };
 	fds[0] = mp_region(kind != 4, kind == 6);
@@ -527,6 +522,12 @@ static inline int mp_attach_raw_at(const struct ur_attach_name *n, int kind, cha
 	}
 	for (int i = 0; i < 5; i++)
 		close(fds[i]);
+}
+
+/* The server's answer on connection c: its err (1: none within 5 s) and its
+ * reason in why. */
+static inline int mp_attach_answer(int c, char *why, size_t whylen)
+{
 	struct ur_hello h;
 	struct pollfd p = { .fd = c, .events = POLLIN };
 	int err = 1;
@@ -535,6 +536,19 @@ static inline int mp_attach_raw_at(const struct ur_attach_name *n, int kind, cha
 		snprintf(why, whylen, "%s", h.msg);
 		err = h.err;
 	}
+	return err;
+}
+
+/* Attach to the server at attach name n by hand (mp_attach_send's kinds):
+ * the answer's err (1: no answer within 5 s) and its reason in why; -errno
+ * of connect (nothing sent) when the name cannot be reached. */
+static inline int mp_attach_raw_at(const struct ur_attach_name *n, int kind, char *why, size_t whylen)
+{
+	int c = mp_connect_at(n);
+	if (c < 0)
+		return c;
+	mp_attach_send(c, kind);
+	int err = mp_attach_answer(c, why, whylen);
 	close(c);
 	return err;
 }

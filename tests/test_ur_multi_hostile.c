@@ -6,7 +6,13 @@
  * sends the server bad attach requests on its socket: a silent connection,
  * a bad magic, no descriptors, five descriptors, a region not sealed against
  * shrinking, /dev/null doorbells, a header that fails the region check. Each
- * is refused with a reason. Meanwhile two well-behaved client processes run
+ * is refused with a reason. Then late attaches: PEND_MAX connections that
+ * have not sent their attach message yet take every waiting slot; one more is
+ * refused at once (-EAGAIN, "busy attaching others"), never left unanswered;
+ * a waiting one that then sends a sound request is attached. Two rounds, in
+ * the two halves of the monotonic clock's 2^31 ns cycle (a slot table read
+ * past its end meets the timestamps beside it, whichever way their bits
+ * fall). Meanwhile two well-behaved client processes run
  * the verified workload of test_ur_multi.h and must finish; then everyone
  * leaves, the server exits 0, and the files are byte for byte right and the
  * image fsck-clean. */
@@ -14,6 +20,7 @@
 
 #define IMG "h.sfs"
 #define STEPS 300u
+#define PEND_MAX 8      /* ABI.md: at most 8 connections wait for their attach message */
 
 static void wait_byte(int fd)
 {
@@ -86,6 +93,57 @@ static void attacker(int k, int ready, int quit)
 	exit(0);
 }
 
+/* Bit 31 of CLOCK_MONOTONIC in ns, the server's clock (now_ns) too. */
+static int clock_half(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (int)((ns >> 31) & 1);
+}
+
+static void late_attaches(void)
+{
+	int half = -1;
+	for (int round = 0; round < 2; round++) {
+		/* The next round in the other half of the cycle, and after the
+		 * server has let go of this round's connections (closed, or
+		 * UR_PEND_NS = 1 s after their accept at the latest). */
+		if (round) {
+			struct timespec ts = { 1, 200 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+			while (clock_half() == half) {
+				struct timespec t2 = { 0, 10 * 1000 * 1000 };
+				nanosleep(&t2, NULL);
+			}
+		}
+		half = clock_half();
+		int c[PEND_MAX];
+		for (int i = 0; i < PEND_MAX; i++)
+			if ((c[i] = mp_connect(IMG)) < 0)
+				FAIL("connect %d: %s", i, strerror(-c[i]));
+		char why[256] = "";
+		int extra = mp_connect(IMG);
+		if (extra < 0)
+			FAIL("connect: %s", strerror(-extra));
+		int err = mp_attach_answer(extra, why, sizeof(why));
+		if (err != -EAGAIN || !strstr(why, "busy attaching"))
+			FAIL("round %d: attach with every waiting slot taken: answered %d '%s', want -EAGAIN "
+			     "(busy attaching others)", round, err, why);
+		close(extra);
+		/* A waiting connection whose message comes late is served. */
+		int k = round * 3;
+		mp_attach_send(c[k], 7);
+		why[0] = '\0';
+		if ((err = mp_attach_answer(c[k], why, sizeof(why))) != 0)
+			FAIL("round %d: late sound attach: answered %d '%s', want 0", round, err, why);
+		for (int i = 0; i < PEND_MAX; i++)
+			close(c[i]);
+		printf("late attaches, round %d (clock half %d): one more refused (%s), a late one served\n",
+		       round, half, strerror(EAGAIN));
+	}
+}
+
 int main(void)
 {
 	alarm(120);
@@ -136,6 +194,7 @@ int main(void)
 		if (waitpid(good[i], &st, 0) != good[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			FAIL("good client %d failed beside the attackers (status %#x)", i, st);
 	}
+	late_attaches();
 	if (kill(spid, 0) < 0)
 		FAIL("the server died");
 	if (write(quit[1], "qqq", 3) != 3)

@@ -3,7 +3,8 @@
  * to the first one's server): a file written and fsynced by A is read back
  * by B byte for byte; A unlinks it while B has it open: B still reads the
  * data (POSIX: it stays until the last close), the name is gone for A at
- * once; a client's handles are its own (A using B's handle: -EBADF); a
+ * once; a client's handles are its own (A using B's handle, to read, close
+ * or statx: -EBADF); a
  * client may hold UR_CLIENT_MAX_FILES handles, the next open is -EMFILE while
  * another client still opens; a read-only client of the read-write server
  * reads but cannot create, truncate-open or unlink (-EROFS) nor write; the
@@ -48,6 +49,9 @@ int main(void)
 	/* handles are per client */
 	CHECK_EQ(mp_pread(&a, fb, r, 16, 0), -EBADF);
 	CHECK_EQ(mp_fd_op(&a, 0, fb), -EBADF);
+	struct urfs_statx stx;
+	urfs_prep_statx(mp_sqe(&a), fb, NULL, &stx);
+	CHECK_EQ(mp_wait1(&a), -EBADF);           /* not even its size */
 
 	/* unlink while another client has it open */
 	CHECK_EQ(mp_fd_op(&a, 0, fa), 0);

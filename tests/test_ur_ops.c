@@ -2,9 +2,10 @@
  * flags, read/write at offsets and at the file position, append, readv/writev
  * mixing region and ordinary buffers, fixed buffers, fsync, ftruncate, statx
  * by handle and by name, unlink, close), linked chains cancelled with
- * -ECANCELED (error and short read), drain, and every malformed SQE class
+ * -ECANCELED (error, short read and short readv), drain, and every malformed SQE class
  * (opcode, flags, reserved bits, fd, buffer index, address/length ranges with
- * overflow, offset, iovec count and ranges, names, statx output, registration)
+ * overflow, offset, iovec count and ranges, names, statx output, registration,
+ * a registration of 0 or more than UR_MAX_BUFS buffers)
  * answered with -EINVAL/-EBADF/-EFAULT/-ENAMETOOLONG in ABI.md's order while
  * the ring stays healthy; an index no longer registered; a buffer larger than
  * the staging area (-ENOBUFS). */
@@ -151,6 +152,11 @@ int main(void)
 
 	/* --- fixed buffers --- */
 	struct iovec fb[2] = { { NULL, 4096 }, { NULL, 8192 } };
+	static struct iovec many[UR_MAX_BUFS + 1];
+	for (unsigned i = 0; i <= UR_MAX_BUFS; i++)
+		many[i].iov_len = 1;
+	expect(urfs_register_buffers(&ring, fb, 0), -EINVAL, "register 0 buffers");
+	expect(urfs_register_buffers(&ring, many, UR_MAX_BUFS + 1), -EINVAL, "register 4097 buffers");
 	if ((r = urfs_register_buffers(&ring, fb, 2)) < 0) FAIL("register: %s", strerror(-r));
 	if (!fb[0].iov_base || !fb[1].iov_base) FAIL("no buffer addresses");
 	expect(urfs_register_buffers(&ring, fb, 2), -EBUSY, "second registration");
@@ -246,6 +252,11 @@ int main(void)
 	s = sqe_n(1); urfs_prep_nop(s); SET(s, 1);
 	run(2, res);
 	expect(res[0], 50, "short linked read"); expect(res[1], -ECANCELED, "after short read");
+	struct iovec sv[2] = { { buf2, 30 }, { buf2 + 30, 70 } };
+	s = sqe_n(0); urfs_prep_readv(s, fd, sv, 2, 950); SET(s, 0); urfs_sqe_set_flags(s, URFS_IOSQE_IO_LINK);
+	s = sqe_n(1); urfs_prep_nop(s); SET(s, 1);
+	run(2, res);
+	expect(res[0], 50, "short linked readv"); expect(res[1], -ECANCELED, "after short readv");
 	/* a good chain runs whole */
 	s = sqe_n(0); urfs_prep_write(s, fd, "QQ", 2, 10); SET(s, 0); urfs_sqe_set_flags(s, URFS_IOSQE_IO_LINK);
 	s = sqe_n(1); urfs_prep_read(s, fd, buf2, 2, 10); SET(s, 1);

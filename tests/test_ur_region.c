@@ -6,7 +6,8 @@
  * bad magic, version or size, entry counts that are not powers of two or
  * exceed 32768, fewer CQ than SQ entries, rings outside the region, misaligned
  * or overlapping, and a misaligned data area or one (or its buffers) outside its bounds each get -EINVAL and a reason, and
- * the server exits instead of serving. */
+ * the server exits instead of serving. Run by hand, --help prints the usage
+ * (exit 0) and an unknown option gets it on stderr (exit 2). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -110,8 +111,40 @@ static void refused(const char *what, const struct ur_region_hdr *g, uint64_t si
 	printf("refused: %-40s %s\n", what, h.msg);
 }
 
+/* The server run by hand with args: its exit status, and what it wrote to
+ * the stream it was told to keep (fd 1 or 2; the other goes to /dev/null). */
+static int server_says(const char *args, int fd, char *out, size_t cap)
+{
+	char cmd[4096 + 128];
+	snprintf(cmd, sizeof(cmd), "'%s' %s %s", getenv("UR_SERVER"), args,
+		 fd == 2 ? "2>&1 >/dev/null" : "2>/dev/null");
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	size_t n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* simplefs_server(8): --help prints the usage and exits 0; an unknown
+ * option gets the usage on stderr and exit status 2. */
+static void usage_text(void)
+{
+	char out[4096];
+	if (!getenv("UR_SERVER"))
+		FAIL("UR_SERVER is not set (run through tests/run.sh)");
+	int st = server_says("--help", 1, out, sizeof(out));
+	if (st != 0 || strncmp(out, "usage: simplefs_server", 22))
+		FAIL("--help: exit %d, stdout '%.60s'", st, out);
+	st = server_says("--no-such-option", 2, out, sizeof(out));
+	if (st != 2 || !strstr(out, "usage: simplefs_server"))
+		FAIL("an unknown option: exit %d, stderr '%.200s', want 2 and the usage", st, out);
+	printf("usage: on stdout for --help (exit 0), on stderr for a bad option (exit 2)\n");
+}
+
 int main(void)
 {
+	usage_text();
 	struct ur_region_hdr g = good();
 	struct ur_hello h = start(&g, g.size, 1);
 	if (h.err != 0)

@@ -388,11 +388,13 @@ static void batch_done(void *arg, uint64_t id, int64_t res)
 	redo_op(b, i);
 }
 
-/* Ops that had succeeded get e (a sync after them failed: not durable). */
+/* Ops that had succeeded get e (a sync after them failed: not durable).
+ * Zero-length ones too (result 0): else a batch of them whose force failed
+ * would return 0, the force's failure seen nowhere. */
 static void fail_done(struct urch_op *ops, size_t n, int64_t e, size_t *failed)
 {
 	for (size_t i = 0; i < n; i++)
-		if (ops[i].result > 0) {
+		if (ops[i].result >= 0) {
 			ops[i].result = e;
 			(*failed)++;
 		}
