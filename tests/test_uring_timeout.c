@@ -1,12 +1,12 @@
 /* Description: time in the drop-in, in all three modes: io_uring_wait_cqe_timeout returns -ETIME
- * when nothing completes and sleeps meanwhile (300 ms of waiting cost under 0.1 s of CPU),
- * TIMEOUT expires with -ETIME, a TIMEOUT with a count completes with 0 once that many other
- * requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED) and
- * answers -ENOENT for an unknown one, LINK_TIMEOUT cancels a pipe read that never completes
+ * when nothing completes (also with a stale errno of EINTR) and sleeps meanwhile (300 ms of
+ * waiting cost under 0.1 s of CPU), TIMEOUT expires with -ETIME, a TIMEOUT with a count completes
+ * with 0 once that many other requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED)
+ * and answers -ENOENT for an unknown one, LINK_TIMEOUT cancels a pipe read that never completes
  * (read -ECANCELED, timeout -ETIME, not before its time) and is itself cancelled when the read
- * wins, at once or after the read waited (a linked timeout armed on a waiting request fires at
- * its deadline, not when it is armed), and
- * ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0) or answers -ENOENT.
+ * wins, at once or after the read waited (a linked timeout armed on a waiting request fires at its
+ * deadline, not when it is armed), and ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0)
+ * or answers -ENOENT.
  * Serial: bounds a waiting thread's own CPU time (tests/run.sh runs it alone).
  */
 #include "test_uring.h"
@@ -54,6 +54,16 @@ static void body(void)
 	uint64_t t0 = ms_now();
 	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
 	CHECK(ms_now() - t0 >= 45);
+
+	/* a timed-out wait is -ETIME whatever errno held before (EINTR from an earlier call of
+	 * the program's); a NOP's CQE, reaped, left the ring's wake-up pending */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_nop(s);
+	s->user_data = 40;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	errno = EINTR;
+	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
 
 	/* TIMEOUT expiring */
 	s = io_uring_get_sqe(&ring);
