@@ -7,7 +7,9 @@
  * for a pipe and then a file again (the offset applies only to the file), a batch larger
  * than the SQ taken in several submits, and FILES_UPDATE with IORING_FILE_INDEX_ALLOC: each fd
  * goes to a free slot of the table (a taken one is left alone), the slot is written back into
- * the caller's array, and a full table is -ENFILE. */
+ * the caller's array, and a full table is -ENFILE. Emulated, the ring's own calls never reach
+ * the kernel's io_uring: with io_uring_enter and io_uring_register failing ENOTRECOVERABLE from
+ * then on (a seccomp filter), io_uring_enter, io_uring_register and the wrappers still work. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <sys/uio.h>
@@ -88,6 +90,23 @@ static void files_alloc(struct io_uring *ring)
 	close(mine[0]);
 	close(mine[1]);
 	close(table[1]);
+}
+
+/* Emulated only: nothing the ring does from here on may call the kernel's io_uring. */
+static void no_kernel_calls(struct io_uring *ring, int fd)
+{
+	struct io_uring_cqe c;
+	CHECK_EQ(noring_block(ENOTRECOVERABLE), 0);
+	CHECK_EQ(io_uring_enter((unsigned)ring->ring_fd, 0, 0, 0, NULL), 0);
+	struct io_uring_sqe *sqe = tu_sqe(ring);
+	io_uring_prep_nop(sqe);
+	sqe->user_data = 70;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	CHECK_EQ(io_uring_enter((unsigned)ring->ring_fd, 0, 1, IORING_ENTER_GETEVENTS, NULL), 0);
+	tu_reap(ring, &c, 1);
+	CHECK_EQ(c.user_data, 70);
+	CHECK_EQ(io_uring_register((unsigned)ring->ring_fd, IORING_REGISTER_FILES, &fd, 1), 0);
+	CHECK_EQ(io_uring_unregister_files(ring), 0);
 }
 
 static void body(void)
@@ -311,6 +330,8 @@ static void body(void)
 	CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
 	CHECK_EQ(io_uring_unregister_buffers(&ring), -ENXIO);
 	files_alloc(&ring);
+	if (tu_mode != TU_KERNEL)
+		no_kernel_calls(&ring, fd2);
 	close(fd2);
 	free(src);
 	free(dst);
