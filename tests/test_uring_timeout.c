@@ -1,6 +1,7 @@
 /* Description: time in the drop-in, in all three modes: io_uring_wait_cqe_timeout returns -ETIME
- * when nothing completes (also with a stale errno of EINTR) and sleeps meanwhile (300 ms of
- * waiting cost under 0.1 s of CPU), TIMEOUT expires with -ETIME, a TIMEOUT with a count completes
+ * when nothing completes (also with a stale errno of EINTR, and without IORING_FEAT_EXT_ARG,
+ * through a TIMEOUT SQE of the library's) and sleeps meanwhile (300 ms of waiting cost under
+ * 0.1 s of CPU), TIMEOUT expires with -ETIME, a TIMEOUT with a count completes
  * with 0 once that many other requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED)
  * and answers -ENOENT for an unknown one, LINK_TIMEOUT cancels a pipe read that never completes
  * (read -ECANCELED, timeout -ETIME, not before its time) and is itself cancelled when the read
@@ -64,6 +65,14 @@ static void body(void)
 	tu_reap(&ring, c, 1);
 	errno = EINTR;
 	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
+
+	/* as for a kernel without IORING_FEAT_EXT_ARG (before 5.11): the library ends the wait with
+	 * a TIMEOUT SQE of its own, whose CQE the program never sees */
+	unsigned feat = ring.features;
+	ring.features &= ~IORING_FEAT_EXT_ARG;
+	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
+	CHECK_EQ(io_uring_peek_cqe(&ring, &cqe), -EAGAIN);
+	ring.features = feat;
 
 	/* TIMEOUT expiring */
 	s = io_uring_get_sqe(&ring);
