@@ -81,7 +81,7 @@ struct urfs_params {
 	size_t   buf_area_size;   /* bytes for registered buffers (default 4 MiB) */
 	/* out */
 	int      server_pid;
-	char     errmsg[256];     /* why init failed ("in use by pid 1234", "8 CQ
+	char     errmsg[256];     /* why init failed ("disk.sfs: in use by pid 1234", "8 CQ
 				     entries: at least the SQ's 16, ...", ...);
 				     empty only where the errno says it all
 				     (urfs_queue_init(3)) */

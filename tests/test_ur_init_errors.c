@@ -3,8 +3,9 @@
  * SQ entries out of range, a CQ smaller than the SQ or over the limit, a
  * staging or buffer area over 1 TiB, and a server program that is not there,
  * named by urfs_params.server or $UR_SERVER (the path it tried and who named
- * it). Each answer is -EINVAL or -ENOENT, and nothing is left open (the
- * descriptors after equal those before).
+ * it); and the server's reasons name the image they are about (a missing
+ * image, a file that is not one). Each answer is the errno it should be,
+ * and nothing is left open (the descriptors after equal those before).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -64,9 +65,26 @@ int main(void)
 	refused(16, &p, -ENOENT, "simplefs_server not found: /nonexistent/simplefs_server "
 		"(named by urfs_params.server) is not an executable file");
 	p.server = NULL;
+	const char *server = getenv("UR_SERVER");
 	CHECK(setenv("UR_SERVER", "/nonexistent/urfs-server", 1) == 0);
 	refused(16, &p, -ENOENT, "simplefs_server not found: /nonexistent/urfs-server (named by $UR_SERVER) "
 		"is not an executable file");
+	if (server)
+		CHECK(setenv("UR_SERVER", server, 1) == 0);
+	else
+		CHECK(unsetenv("UR_SERVER") == 0);
+
+	/* the server's reasons name the image they are about */
+	memset(&p, 0, sizeof p);
+	p.image = "missing.sfs";
+	refused(16, &p, -ENOENT, "missing.sfs: No such file or directory");
+	FILE *f = fopen("junk.sfs", "w");
+	CHECK(f);
+	for (int i = 0; i < 8192; i++)
+		fputs("junk", f);
+	CHECK(fclose(f) == 0);
+	p.image = "junk.sfs";
+	refused(16, &p, -EMEDIUMTYPE, "junk.sfs: not a SimpleFS image");
 	printf("ok\n");
 	return 0;
 }

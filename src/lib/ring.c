@@ -573,7 +573,11 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 		P->spawned = 0;
 	}
 	if (h.err) {
-		snprintf(p->errmsg, sizeof(p->errmsg), "%s", h.msg);
+		/* the server's reason, with the image it is about when it does not name it */
+		if (!(p->flags & URFS_SETUP_NOIMAGE) && !strstr(h.msg, image))
+			snprintf(p->errmsg, sizeof(p->errmsg), "%.100s: %.150s", image, h.msg);
+		else
+			snprintf(p->errmsg, sizeof(p->errmsg), "%s", h.msg);
 		r = h.err < 0 && h.err > -4096 ? h.err : -EIO;
 		goto err;
 	}
