@@ -1,5 +1,6 @@
 /* Description: lifetimes of client and server. The server killed mid-run:
- * the client's wait and submit return -EPIPE instead of hanging (within 5 s). The client
+ * the client's wait, submit and buffer unregistration return -EPIPE instead
+ * of hanging (within 5 s). The client
  * SIGKILLed (server idle or busy): the server exits promptly, no orphan (the
  * test is a subreaper and reaps it). A missing server binary: a clear -ENOENT
  * naming simplefs_server. Normal exit reaps the server. A fake server (this
@@ -222,9 +223,15 @@ int main(int argc, char **argv)
 		init(&r, polling ? 1000000 : 0);
 		if (nop(&r) < 0)
 			FAIL("nop");
+		struct iovec bv = { NULL, 4096 };
+		if (urfs_register_buffers(&r, &bv, 1) < 0)
+			FAIL("register");
 		kill(r.server_pid, SIGKILL);
 		double t0 = now();
-		int e = nop(&r);
+		int e = urfs_unregister_buffers(&r);    /* first: nothing else queued */
+		if (e != -EPIPE)
+			FAIL("unregister after death: %d, want -EPIPE", e);
+		e = nop(&r);
 		if (e != -EPIPE)
 			FAIL("nop after server death: %d (%s), want -EPIPE", e, strerror(-e));
 		struct urfs_sqe *sqe = urfs_get_sqe(&r);
