@@ -8,7 +8,7 @@
 #   make fuzz            libFuzzer passes over mount + fsck, over the server's SQE
 #                        path and over the drop-in's emulated ring (clang, FUZZ_TIME seconds each)
 #   make mutate          plant each mutant of tests/mutants/ in a scratch copy: each must be killed
-#   make install PREFIX=/usr/local DESTDIR=   (programs, library, headers, man pages)
+#   make install PREFIX=/usr/local DESTDIR=   (programs, library, SQLite VFS, headers, man pages)
 #   make deb             Debian packages in $(O)/deb/ (dpkg-buildpackage; debian/)
 #   make clean
 
@@ -70,6 +70,9 @@ URING_DIR  := $(O)/uring
 LIBURING   := $(URING_DIR)/liburing.so.2
 # Installed in a private directory, never over the system's liburing.so.2.
 URING_INSTDIR := $(LIBDIR)/urfs
+# The SQLite VFS's loadable extension (sqlite3 shell: .load DIR/liburfs_sqlite), a
+# plugin: in a directory of its own, not the loader's path.
+SQLITE_INSTDIR := $(LIBDIR)/sqlite3
 
 # Programs find libur_fs.so beside themselves (tests: two levels up, from obj/t/).
 RPATH_TOP  := -Wl,-rpath,'$$ORIGIN'
@@ -224,16 +227,19 @@ $(O)/fuzz_uring: fuzz/fuzz_uring.c fuzz/fuzz_uring_steps.h $(URING_SRC) src/urin
 	  -o $@ fuzz/fuzz_uring.c $(URING_SRC) -pthread -lrt
 
 # Installed names fit a shared /usr/bin: bench becomes urfs-bench, test_ur_write_v2
-# (an example) stays in the tree, simplefs_server goes to LIBEXECDIR (the library
-# looks there). Man pages: man/man{1,3,7,8}.
-INSTALL_TOOLS := $(filter-out $(O)/test_ur_write_v2,$(TOOLS))
-install: progs
+# (an example) and lockbench (issue 27's lock benchmark) stay in the tree, simplefs_server
+# goes to LIBEXECDIR (the library looks there). Man pages: man/man{1,3,7,8}.
+INSTALL_TOOLS := $(filter-out $(O)/test_ur_write_v2 $(O)/lockbench,$(TOOLS))
+install: progs $(SQLITE_EXT) $(SQLITE_A)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
 	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BENCH) $(DESTDIR)$(BINDIR)/urfs-bench
 	install -m 755 $(SERVER) $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 $(LIBSFS) $(DESTDIR)$(LIBDIR)/libsfs.a
-	install -m 644 include/*.h $(DESTDIR)$(INCDIR)/
+	install -m 644 include/*.h src/sqlite/urfs_sqlite.h $(DESTDIR)$(INCDIR)/
+	install -d $(DESTDIR)$(SQLITE_INSTDIR)
+	install -m 644 $(SQLITE_EXT) $(DESTDIR)$(SQLITE_INSTDIR)/
+	install -m 644 $(SQLITE_A) $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(LIBUR) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libur_fs.so

@@ -207,6 +207,12 @@ struct ur_attach {
 #define UR_MAX_CLIENTS      64u          /* rings per server; more: refused, -EUSERS */
 #define UR_CLIENT_MAX_LOCKS 1024u        /* lock records held; more: -ENOLCK */
 #define UR_CLIENT_MAX_LOCKWAITS 256u     /* LOCKs waiting at once; more: -ENOLCK */
+/* Per client process (all its rings, by the pid of the liveness socket's
+ * peer) and per server (all rings): docs/ABI.md, "Locks". */
+#define UR_PROC_MAX_LOCKS       2560u
+#define UR_PROC_MAX_LOCKWAITS   384u
+#define UR_SERVER_MAX_LOCKS     8192u
+#define UR_SERVER_MAX_LOCKWAITS 1024u
 
 /* Fixed descriptor numbers in the server when started by the library. */
 #define UR_FD_REGION 3

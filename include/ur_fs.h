@@ -8,8 +8,9 @@
  *   - the simple API of the original design on one default ring: ur_init,
  *     ur_open, ur_read, ur_write, ur_submit, ur_wait, ur_peek_cqe, ur_close,
  *     ur_shutdown.
- * A ring starts its own simplefs_server process, which mounts the image and
- * serves the ring through shared memory (include/ur_abi.h, docs/ABI.md).
+ * One simplefs_server process mounts an image and serves the rings of all its
+ * client processes through shared memory: the first ring on an image starts
+ * it, later rings attach to it (include/ur_abi.h, docs/ABI.md).
  *
  * Every call returns >= 0 on success or a negative errno value; nothing here
  * prints. A ring is used by one thread at a time, and by the process that
@@ -69,8 +70,9 @@ extern "C" {
 
 struct urfs_params {
 	const char *image;        /* NULL: $SFS_IMAGE or disk.sfs */
-	const char *server;       /* NULL: $UR_SERVER, beside the library, beside
-				     the program, then the install prefix */
+	const char *server;       /* NULL: $UR_SERVER, else beside the library,
+				     beside the program, then the install's
+				     libexec directory; given: only that one */
 	unsigned flags;           /* URFS_SETUP_* */
 	unsigned cq_entries;      /* 0: twice the SQ entries, at most 32768 */
 	unsigned idle_us;         /* server spin before sleeping, at most (default 1000; adaptive within it) */
@@ -79,7 +81,10 @@ struct urfs_params {
 	size_t   buf_area_size;   /* bytes for registered buffers (default 4 MiB) */
 	/* out */
 	int      server_pid;
-	char     errmsg[256];     /* why init failed ("in use by pid 1234", ...) */
+	char     errmsg[256];     /* why init failed ("disk.sfs: in use by pid 1234", "8 CQ
+				     entries: at least the SQ's 16, ...", ...);
+				     empty only where the errno says it all
+				     (urfs_queue_init(3)) */
 };
 
 struct urfs__priv;
@@ -117,9 +122,11 @@ struct urfs_ring {
  * ------------------------------------------------------------------------- */
 int  urfs_queue_init(unsigned entries, struct urfs_ring *ring, unsigned flags);
 int  urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, struct urfs_params *p);
-/* Leaves the server (which unmounts the image after its last client) and
- * waits for its word, at most 120 s ($UR_EXIT_TIMEOUT_MS); a server silent
- * that long is left as it is, never signalled (others may share it). */
+/* Leaves the server and waits until it has released the ring (closed its
+ * files). With other clients attached the server goes on serving them; after
+ * its last client it unmounts the image and exits, and that client's call
+ * returns once it has. Waits at most 120 s ($UR_EXIT_TIMEOUT_MS); a server
+ * silent that long is left as it is, never signalled (others may share it). */
 void urfs_queue_exit(struct urfs_ring *ring);
 
 /* ---------------------------------------------------------------------------
@@ -358,8 +365,11 @@ int  ur_wait(struct ur_completion *c);
 int  ur_peek_cqe(struct ur_completion *c);
 /* Synchronous close. */
 int  ur_close(int fd);
-/* Leave the server (it unmounts the image after its last client) and wait
- * for it; -ETIMEDOUT: it said nothing within the exit bound (urfs_queue_exit). */
+/* urfs_queue_exit on the default ring: 0 when the server released it
+ * cleanly (and, for its last client, unmounted and exited cleanly); with
+ * other clients attached the server goes on. -ENOTCONN: not started;
+ * -EPIPE: the server had died; -ETIMEDOUT: it said nothing within the exit
+ * bound; -EIO: it died meanwhile or did not unmount cleanly (ur_init(3)). */
 int  ur_shutdown(void);
 
 #ifdef __cplusplus

@@ -17,6 +17,10 @@
 #   -N PATH   the noring launcher (default $O/noring)
 #   -s SETUPS the setups to run, letters of abcd (default abcd)
 #   -t SECS   time limit per test (default 60, liburing's own)
+#   -j JOBS   programs run at once within a setup (default 2 where there are 2
+#             CPUs or more, else 1; LIBURING_TEST_JOBS sets the default). Each
+#             runs in its own scratch folder; the setups still run one after
+#             the other
 #   -m FILE   write the table of every test as markdown (needs all four setups run)
 #   -M FILE   the same from the results of earlier runs, running nothing
 #   -c FILE   check mode: FILE lists tests that must pass in every setup run (one
@@ -47,13 +51,15 @@ TNEW=10
 MD=""
 CHECK=""
 BUILD_ONLY=0
-while getopts B:L:N:s:t:T:m:M:c:kh opt; do
+JOBS=${LIBURING_TEST_JOBS:-$( [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 1)}
+while getopts B:L:N:s:t:T:m:M:c:j:kh opt; do
 	case $opt in
 	B) BUILD=$OPTARG ;;
 	L) DROPIN=$OPTARG ;;
 	N) NORING=$OPTARG ;;
 	s) SETUPS=$OPTARG ;;
 	t) TLIMIT=$OPTARG ;;
+	j) JOBS=$OPTARG ;;
 	T) TNEW=$OPTARG ;;
 	m) MD=$OPTARG ;;
 	M) MD=$OPTARG; SETUPS=none ;;
@@ -64,6 +70,7 @@ while getopts B:L:N:s:t:T:m:M:c:kh opt; do
 done
 shift $((OPTIND - 1))
 case $SETUPS in none) ;; *[!abcd]*|"") echo "liburing-tests: -s $SETUPS: letters of abcd"; exit 2 ;; esac
+case $JOBS in ''|0*|*[!0-9]*) echo "liburing-tests: -j $JOBS: a number of programs, 1 or more"; exit 2 ;; esac
 
 skip() { echo "liburing-tests: SKIP: $*"; exit 77; }
 SUDO=""
@@ -312,19 +319,27 @@ for s in $(echo "$SETUPS" | fold -w 1); do
 	check_setup "$s"
 	mkdir -p "$LOGS/$s/examples"
 	: > "$RES/$s.tsv"
-	echo "== setup $s: $(setup_name "$s") ($(echo "$TESTS" | wc -w) programs, ${TLIMIT}s each)"
+	echo "== setup $s: $(setup_name "$s") ($(echo "$TESTS" | wc -w) programs, ${TLIMIT}s each, $JOBS at a time)"
 	for n in $TESTS; do
+		lim=$TLIMIT; quiet=0
 		if [ -n "$CHECK" ] && ! listed "$n"; then
 			# Unlisted, in check mode: looked at only to report a new pass, with
 			# the short limit, and in a later setup only if it passed the earlier.
 			ok=1
 			for p in $done_setups; do [ "$(result "$p" "$n")" = PASS ] || ok=0; done
-			[ "$ok" = 1 ] && TLIMIT=$TNEW run_one "$s" "$n" >/dev/null
-			continue
+			[ "$ok" = 1 ] || continue
+			lim=$TNEW; quiet=1
 		fi
-		r=$(run_one "$s" "$n")
-		[ "$r" = PASS ] || printf '  %-28s %s\n' "$n" "$r"
+		while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+		# Each program in the background: its line goes to SETUP.tsv (one
+		# append), a listed one that does not pass is printed.
+		( r=$(TLIMIT=$lim run_one "$s" "$n")
+		  [ "$quiet" = 0 ] && [ "$r" != PASS ] && printf '  %-28s %s\n' "$n" "$r" ) &
 	done
+	wait
+	# The table keeps the order of TESTS, whatever order the programs ended in.
+	echo "$TESTS" | tr ' ' '\n' | awk -F '\t' 'NR == FNR { if (NF) o[$1] = NR; next } { print o[$1] "\t" $0 }' - "$RES/$s.tsv" |
+		sort -n -k 1,1 | cut -f 2- > "$RES/$s.tsv.sorted" && mv "$RES/$s.tsv.sorted" "$RES/$s.tsv"
 	done_setups="$done_setups $s"
 	echo "   $(awk -F '\t' '$2 == "PASS"' "$RES/$s.tsv" | wc -l) passed," \
 	     "$(awk -F '\t' '$2 == "SKIP"' "$RES/$s.tsv" | wc -l) skipped," \

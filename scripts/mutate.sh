@@ -17,6 +17,7 @@
 # Environment: MUTATE_ALL=1 runs the whole suite per mutant instead of the named tests;
 # MUTATE_BUDGET (seconds, default none): no mutant is started after it is spent, and those left
 # unrun are listed and fail the run (a run that cannot fit must be made in full and recorded);
+# MUTATE_LIST=1 prints the names of the mutants the run would run and runs none;
 # MUTATE_TIMEOUT (seconds per test, default 120); MUTATE_KEEP=1 keeps the scratch tree;
 # MUTATE_TRIES (default 3): a mutant whose tests pass is run again, up to this many runs in all,
 # since some bugs show only when threads meet in a certain order; one that is killed only on a
@@ -65,14 +66,18 @@ fi
 is_git() { git -C "$TOP" rev-parse --verify -q HEAD >/dev/null 2>&1; }
 
 # --changed: the files that differ from the recorded commit (committed, staged, in the work tree,
-# or new), then the files under tests/ and scripts/ that name a changed one, until nothing is added
+# or new; a license line alone is no difference), then the files under tests/ and scripts/ that
+# name a changed one, until nothing is added
 touched=""
 if [ "$CHANGED" = 1 ]; then
 	base=$(sed -n '1s/^\([0-9a-f]\{40\}\)$/\1/p' "$REC" 2>/dev/null)
 	{ [ -n "$base" ] && is_git && git -C "$TOP" cat-file -e "$base^{commit}" 2>/dev/null; } || {
 		echo "mutate: --changed needs tests/mutants/KILLED-AT to hold a commit of this history"
 		echo "mutate: (found: '$(head -c 80 "$REC" 2>/dev/null)'): run the full set (sh scripts/mutate.sh)"; exit 1; }
-	touched=$( { git -C "$TOP" diff --name-only "$base" --; git -C "$TOP" ls-files -o --exclude-standard; } |
+	# (a change that only adds or removes license lines, SPDX-License-Identifier, changes
+	# no behaviour: such a file is not counted as changed)
+	touched=$( { git -C "$TOP" diff --numstat -I 'SPDX-License-Identifier: MIT' "$base" -- | cut -f 3-
+		     git -C "$TOP" ls-files -o --exclude-standard; } |
 		grep -v '^tests/mutants/KILLED-AT$' | sort -u)
 	# what a test is made of beyond its .c: the headers it includes (tests/X.h), the scripts it
 	# runs (scripts/X.sh) and the libraries it preloads (tests/lib/X.c -> libX.so)
@@ -100,6 +105,14 @@ selected() {
 	return 1
 }
 
+# field FILE NAME: a header line's value
+field() { sed -n "/^@@ /q; s/^$2: *//p" "$1" | head -n 1; }
+# MUTATE_LIST=1: the names of the mutants this run would run (--changed: the changed ones), and stop
+if [ "${MUTATE_LIST:-0}" = 1 ]; then
+	for m in $list; do selected "$m" && basename "$m" .mut; done
+	exit 0
+fi
+
 W=$(mktemp -d "${TMPDIR:-/tmp}/mutate.XXXXXX")
 [ "${MUTATE_KEEP:-0}" = 1 ] || trap 'rm -rf "$W"' EXIT
 (cd "$TOP" && git ls-files -co --exclude-standard -z | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
@@ -109,8 +122,6 @@ if ! make -C "$W" -s -j2 all >"$W/build.log" 2>&1; then
 	tail -n 30 "$W/build.log"; echo "mutate: the unmutated tree does not build"; exit 1
 fi
 
-# field FILE NAME: a header line's value
-field() { sed -n "/^@@ /q; s/^$2: *//p" "$1" | head -n 1; }
 # apply.pl FILE MUTFILE apply|revert: swaps the original and mutant blocks; exit 3 when the
 # text to replace does not occur exactly once (its count on stderr).
 cat > "$W/apply.pl" <<'PERL'

@@ -695,7 +695,7 @@ class Cache:
         if not self.path:
             return
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = self.path + ".tmp"
+        tmp = "%s.%d.tmp" % (self.path, os.getpid())   # concurrent runs share the cache
         with open(tmp, "w") as fh:
             json.dump(self.data, fh)
         os.replace(tmp, self.path)

@@ -4,7 +4,9 @@
 # own, as it needs none of the others), uses them the way
 # `make run` does but only through what was installed (sfs mkfs; a program
 # built against libur-fs-dev with pkg-config writes a file through the ring and
-# reads it back; cat_ur; sfs ls and fsck; a short urfs-bench run, also under
+# reads it back; a SQLite program built against the packaged VFS writes a
+# database into an image and reads it back, and the sqlite3 shell loads the
+# packaged extension and reads it too; cat_ur; sfs ls and fsck; a short urfs-bench run, also under
 # noring; a liburing program built against Debian's liburing-dev, run as
 # `noring urfs-uring program`: it loads the packaged drop-in and its ring
 # works; the man pages), then purges them and checks that every file they
@@ -110,6 +112,25 @@ used=$(run sh -c 'ldd ./writer' | awk '$1 == "libur_fs.so.1" { print $3 }')
 	fail "writer does not use the installed library (it uses: ${used:-none})"
 out=$(run timeout 60 ./writer) || fail "writer: $out"
 [ "$out" = "Write completed: user_data=2, res=27" ] || fail "writer printed: $out"
+say "the SQLite VFS: a program built against the installed files (tests/progs/sqlite_urfs.c), then the shell's .load"
+dpkg-query -W -f='${Status}' libsqlite3-dev 2>/dev/null | grep -q "install ok installed" ||
+	fail "libsqlite3-dev is not installed (a Build-Depends of urfs: apt-get install libsqlite3-dev)"
+run sh -c 'cc -std=gnu11 -Wall -Werror -o sqlite_urfs "$1" -lurfs_sqlite -lur_fs -lsqlite3' sh "$TOP/tests/progs/sqlite_urfs.c" ||
+	fail "cannot build tests/progs/sqlite_urfs.c against the installed VFS"
+run sfs mkfs --size 64M db.sfs > /dev/null
+out=$(run timeout 60 ./sqlite_urfs db.sfs app.db 2>&1) || fail "sqlite_urfs: $out"
+[ "$out" = "rows: 3, sum: 321
+ok" ] || fail "sqlite_urfs printed: $out"
+run sfs ls db.sfs | grep -qx 'app.db' || fail "app.db is not in the image: $(run sfs ls db.sfs)"
+EXT=$(dpkg -L libur-fs1 | grep '/sqlite3/liburfs_sqlite\.so$' || true)
+[ -n "$EXT" ] || fail "libur-fs1 ships no sqlite3/liburfs_sqlite.so"
+if command -v sqlite3 > /dev/null; then
+	out=$(run sh -c 'printf ".load %s\n.open file:app.db?vfs=urfs&image=db.sfs\nSELECT sum(x) FROM t;\n" "$1" | timeout 60 sqlite3 -batch' sh "${EXT%.so}" 2>&1) ||
+		fail "sqlite3 .load ${EXT%.so}: $out"
+	[ "$out" = 321 ] || fail "sqlite3 with the installed extension printed: $out"
+else
+	say "SKIP-PART: no sqlite3 shell: the extension's .load is not tried"
+fi
 say "cat_ur test_write.txt"
 out=$(run timeout 60 cat_ur test_write.txt) || fail "cat_ur"
 [ "$out" = "Hello from async ur_write!" ] || fail "cat_ur printed: $out"
@@ -149,7 +170,8 @@ out=$(run timeout 60 urfs-uring --emulate ./uring_which f 2>&1) || fail "urfs-ur
 echo "$out" | grep -qx 'ring: emulated' || fail "urfs-uring --emulate: the ring is not the emulated one: $out"
 say "man pages"
 for page in "1 sfs" "1 cat_ur" "1 urfs-bench" "1 noring" "1 urfs-uring" "7 urfs-uring" "8 simplefs_server" "7 urfs" \
-	"3 urfs_queue_init" "3 urfs_prep_write" "3 ur_init" "3 urch_open" "3 sfs_mount" "3 mksfs"; do
+	"3 urfs_queue_init" "3 urfs_prep_write" "3 ur_init" "3 urch_open" "3 sfs_mount" "3 mksfs" \
+	"3 urfs_sqlite" "3 urfs_sqlite_register"; do
 	# shellcheck disable=SC2086
 	path=$(run man -w $page) || fail "man -w $page: not found"
 	case $path in /usr/share/man/*) ;; *) fail "man -w $page found $path" ;; esac

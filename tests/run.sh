@@ -75,7 +75,8 @@ reap() {
 REAP_GRACE=${REAP_GRACE:-5}
 # Tests run TEST_JOBS at a time (default: 2 where there are 2 CPUs or more, else 1).
 # A test whose source has a line " * Serial: why" runs alone (it pins threads to
-# CPUs, measures its own CPU time or needs two threads to meet in a window).
+# CPUs, measures its own CPU time or needs two threads to meet in a window); a
+# whole run starts with those (see the order below).
 # Each test's report is printed whole when it ends.
 JOBS=${TEST_JOBS:-$( [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 1)}
 case $JOBS in ''|*[!0-9]*|0) echo "run.sh: TEST_JOBS must be a count of 1 or more"; exit 2 ;; esac
@@ -194,7 +195,19 @@ pass=0; fail=0; skip=0; failed=""; times=""   # times: "SECONDS NAME" of each te
 if [ $# -gt 0 ]; then
 	list=""; for n in "$@"; do list="$list $BIN/obj/t/$n"; done
 else
-	list=$(ls "$BIN"/obj/t/test_* 2>/dev/null | sort)
+	# The order of a whole run: the Serial tests first, one at a time, on a machine
+	# nothing else of the run loads yet; then the tests whose source gives them a
+	# time limit over the default, longest first, so that the longest is never
+	# the one left running alone at the end; then the others by name.
+	list=$(for t in "$BIN"/obj/t/test_*; do
+		[ -e "$t" ] || continue
+		src=$TOP/tests/$(basename "$t").c
+		if grep -q '^ \* Serial: ' "$src" 2>/dev/null; then key=0
+		else key=$(sed -n 's/.*Time limit: \([0-9][0-9]*\) s.*/\1/p' "$src" 2>/dev/null | head -n 1)
+		     [ -n "$key" ] && [ "$key" -gt "$TIMEOUT" ] && key=$((1000000 - key)) || key=1000000
+		fi
+		echo "$key $(basename "$t") $t"
+	done | sort -k 1,1n -k 2,2 | cut -d ' ' -f 3-)
 fi
 for t in $list; do
 	name=$(basename "$t")

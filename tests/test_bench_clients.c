@@ -172,15 +172,28 @@ static void program(void)
 	CHECK_EQ(bench("run --engine ur --rw nop --interval 10ms --time 0.2 --repeat 1",
 		       "% of one CPU", &f), 0);
 	CHECK(f);
-	static const char *const bad[] = {
-		"--clients 0", "--clients 65", "--clients x", "--clients 1,0",
-		"--interval 2", "--interval 0ms", "--interval 2parsecs", "--interval ms",
+	/* a bad value is refused, and the message says what the option takes */
+	static const struct { const char *arg, *says; } bad[] = {
+		{ "--clients 0", "'0' (up to 16 client counts, comma-separated, 1 .. 64)" },
+		{ "--clients 65", "'65' (up to 16 client counts" },
+		{ "--clients x", "'x' (up to 16 client counts" },
+		{ "--clients 1,0", "'1,0' (up to 16 client counts" },
+		{ "--interval 2", "'2' (up to 16 times with a unit (ns, us, ms or s)" },
+		{ "--interval 0ms", "'0ms' (up to 16 times with a unit" },
+		{ "--interval 2parsecs", "'2parsecs' (up to 16 times" },
+		{ "--interval ms", "'ms' (up to 16 times" },
+		{ "--qd 100000", "'100000' (up to 16 queue depths, comma-separated, 1 .. 65535)" },
+		{ "--repeat 33", "'33' (a count, 1 .. 32)" },
+		{ "--mix-read 101", "'101' (a percentage of reads, 0 .. 100)" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char a[256];
-		snprintf(a, sizeof(a), "run --engine psync --size 1m %s", bad[i]);
-		CHECK_EQ(bench(a, "bad value for --", &f), 2);
-		CHECK(f);
+		char a[256], says[256];
+		snprintf(a, sizeof(a), "run --engine psync --size 1m %s", bad[i].arg);
+		snprintf(says, sizeof(says), "bad value for %.*s: %s", (int)strcspn(bad[i].arg, " "),
+			 bad[i].arg, bad[i].says);
+		CHECK_EQ(bench(a, says, &f), 2);
+		if (!f)
+			FAIL("bench %s: the message lacks \"%s\"", a, says);
 	}
 	CHECK_EQ(bench("run --engine sfs --clients 2 --size 1m", "sfs engine", &f), 2);
 	CHECK(f);

@@ -245,7 +245,8 @@ static void need_page(const char *rel)
 }
 
 /* Every installed program of tools/ has a section 1 page (test_ur_write_v2,
- * an example, is not installed; the Makefile's INSTALL_TOOLS). */
+ * an example, and lockbench, a benchmark run in the tree, are not
+ * installed; the Makefile's INSTALL_TOOLS). */
 static unsigned program_pages(void)
 {
 	char dir[4200];
@@ -257,7 +258,8 @@ static unsigned program_pages(void)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
-		if (l < 3 || strcmp(de->d_name + l - 2, ".c") || !strcmp(de->d_name, "test_ur_write_v2.c"))
+		if (l < 3 || strcmp(de->d_name + l - 2, ".c") || !strcmp(de->d_name, "test_ur_write_v2.c") ||
+		    !strcmp(de->d_name, "lockbench.c"))
 			continue;
 		char rel[300];
 		snprintf(rel, sizeof rel, "man1/%.*s.1", (int)(l - 2), de->d_name);

@@ -1,7 +1,9 @@
 /* Description: SimpleFS block allocation: block counts per file, free-space
  * accounting (file blocks + free == data blocks), freed blocks reused (a disk
  * filled, emptied and filled again), contiguous allocation of a sequential
- * file (checked through sfs_file_map), truncate frees blocks, all persistent.
+ * file (checked through sfs_file_map), truncate frees blocks, all persistent;
+ * a new file's first block found next-fit from the rotating hint (FORMAT.md),
+ * wrapping at the image's end.
  *
  * It must never pass on a guess: every count and byte is compared exactly.
  */
@@ -74,6 +76,57 @@ static int file_runs(struct sfs *fs, int fd, uint64_t size, struct sfs_extent *r
 	}
 	CHECK_EQ(covered, size);
 	return k;
+}
+
+/* Image block of a one-block file. */
+static uint64_t block_of(struct sfs *fs, const char *name)
+{
+	struct sfs_extent ext[2];
+	int fd = sfs_file_open(fs, name, 0);
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_map(fs, fd, 0, BS, ext, 2), 1);
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+	return ext[0].img_off / BS;
+}
+
+static void write_blocks(struct sfs *fs, const char *name, uint8_t *buf, uint64_t blocks)
+{
+	int fd = sfs_file_open(fs, name, SFS_O_CREAT);
+	CHECK(fd >= 0);
+	fill(buf, 256 * BS, (uint32_t)blocks);
+	for (uint64_t done = 0, k; done < blocks; done += k) {   /* buf: 1 MiB */
+		k = blocks - done < 256 ? blocks - done : 256;
+		CHECK_EQ(sfs_file_write(fs, fd, buf, (size_t)k * BS), (ssize_t)(k * BS));
+	}
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
+}
+
+/* FORMAT.md: a file's first block is found next-fit from a rotating hint:
+ * the search starts after the last block allocated (not at the lowest free
+ * block) and wraps at the image's end. Z takes the first data block, A all
+ * but the last two, B the second-to-last; Z is removed: C takes the last
+ * block (after B's), D, the search wrapping, Z's old block. */
+static void next_fit(uint8_t *buf)
+{
+	struct sfs_statfs sf;
+	CHECK_EQ(sfs_format("hint.sfs", 4u << 20, 0), 0);
+	struct sfs *fs = MOUNT_OR_DIE("hint.sfs");
+	CHECK_EQ(sfs_statfs(fs, &sf), 0);
+	uint64_t total = sf.total_blocks, first = total - sf.data_blocks;
+	write_blocks(fs, "Z", buf, 1);
+	CHECK_EQ(block_of(fs, "Z"), first);
+	write_blocks(fs, "A", buf, sf.data_blocks - 3);
+	write_blocks(fs, "B", buf, 1);
+	CHECK_EQ(block_of(fs, "B"), total - 2);
+	CHECK_EQ(sfs_unlink(fs, "Z"), 0);
+	CHECK_EQ(sfs_sync(fs), 0);          /* Z's block is free once committed */
+	write_blocks(fs, "C", buf, 1);
+	CHECK_EQ(block_of(fs, "C"), total - 1);
+	write_blocks(fs, "D", buf, 1);
+	CHECK_EQ(block_of(fs, "D"), first);
+	CHECK_EQ(check_accounting(fs), 0);
+	CHECK_EQ(sfs_unmount(fs), 0);
+	FSCK_CLEAN("hint.sfs");
 }
 
 int main(void)
@@ -238,6 +291,7 @@ int main(void)
 	CHECK_EQ(sf.free_blocks, data_blocks);
 	CHECK_EQ(sf.files, 0);
 	CHECK_EQ(sfs_unmount(fs), 0);
+	next_fit(buf);
 	free(buf);
 	free(rd);
 	printf("ok\n");

@@ -3,7 +3,8 @@
  * and one more gives -ENOSPC (a slot comes back after a remove, the full
  * directory survives a remount); bad handles give -EBADF everywhere; the
  * handle table holds exactly 65536 handles, then -EMFILE; a file may be
- * truncated to exactly 2^44 bytes but not past it, and a write at 2^44 (at an
+ * truncated to exactly 2^44 bytes (fsck clean, the size kept across a
+ * remount) but not past it, and a write at 2^44 (at an
  * offset, the position, or appending) is -EFBIG; offsets and seeks that
  * overflow are refused and change nothing.
  *
@@ -304,8 +305,20 @@ int main(void)
 	names(fs);
 	handles(fs);
 	offsets(fs);
+	/* a file of exactly 2^44 bytes is a valid file: fsck is clean, and it
+	 * keeps its size across a remount */
+	int fd = sfs_file_open(fs, "max", SFS_O_CREAT);
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_truncate(fs, fd, SFS_MAX_SIZE), 0);
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
 	CHECK_EQ(sfs_unmount(fs), 0);
 	FSCK_CLEAN(img);
+	fs = MOUNT_OR_DIE(img);
+	struct sfs_stat st;
+	CHECK_EQ(sfs_stat(fs, "max", &st), 0);
+	CHECK_EQ(st.size, SFS_MAX_SIZE);
+	CHECK_EQ(sfs_unlink(fs, "max"), 0);
+	CHECK_EQ(sfs_unmount(fs), 0);
 	too_many_files();
 	FSCK_CLEAN(img);
 	printf("ok\n");

@@ -5,7 +5,9 @@
  * every byte, one thread keeps calling statfs/readdir/stat, and one creates,
  * writes, truncates and unlinks short-lived files (some unlinked while
  * open); afterwards every file is compared with what its writer wrote, and
- * fsck is clean.
+ * fsck is clean. Every call (open, read, write, truncate, fsync, seek,
+ * stat, readdir, close, unlink; succeeding or failing) returns with the
+ * mount's lock released: another thread gets it after the caller is gone.
  *
  * It must never share a model between threads: each checks its own bytes.
  */
@@ -14,10 +16,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -185,6 +190,77 @@ static void verify(const char *when)
 	}
 }
 
+/* Every call returns with the mount's lock released, whatever its result:
+ * each call below runs in a thread of its own that then ends, and a second
+ * thread must then get the lock (sfs_sync takes it exclusively). A call
+ * that kept it would leave it to a thread that is gone: the second thread
+ * would wait for ever, so this runs in a child that an alarm ends. */
+static struct sfs *lfs;
+static int lfd = -1;
+
+static void *lock_call(void *arg)
+{
+	static char buf[8192];
+	struct sfs_stat st;
+	uint32_t cookie = 0;
+	switch ((int)(intptr_t)arg) {
+	case 0: lfd = sfs_file_open(lfs, "l", SFS_O_CREAT); break;
+	case 1: (void)sfs_file_open(lfs, "l", SFS_O_CREAT | SFS_O_EXCL); break;   /* -EEXIST */
+	case 2: (void)sfs_file_open(lfs, "none", 0); break;                     /* -ENOENT */
+	case 3: (void)sfs_file_pwrite(lfs, lfd, buf, sizeof buf, 0); break;     /* extends */
+	case 4: (void)sfs_file_pwrite(lfs, lfd, buf, 100, 10); break;           /* in place */
+	case 5: (void)sfs_file_pread(lfs, lfd, buf, sizeof buf, 0); break;
+	case 6: (void)sfs_file_truncate(lfs, lfd, 5000); break;
+	case 7: (void)sfs_file_fsync(lfs, lfd); break;
+	case 8: (void)sfs_file_seek(lfs, lfd, 0, SEEK_END); break;
+	case 9: (void)sfs_file_stat(lfs, lfd, &st); break;
+	case 10: (void)sfs_stat(lfs, "l", &st); break;
+	case 11: (void)sfs_readdir(lfs, &cookie, &st); break;
+	case 12: (void)sfs_file_close(lfs, lfd); break;
+	case 13: (void)sfs_file_close(lfs, lfd); break;                         /* -EBADF */
+	case 14: (void)sfs_unlink(lfs, "l"); break;
+	default: return (void *)1;
+	}
+	return NULL;
+}
+
+static void *lock_sync(void *arg)
+{
+	(void)arg;
+	CHECK_EQ(sfs_sync(lfs), 0);
+	return NULL;
+}
+
+static void calls_release_the_lock(void)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		alarm(60);
+		char err[256] = "";
+		CHECK_EQ(sfs_format("lock.sfs", 8u << 20, 0), 0);
+		CHECK_EQ(sfs_mount("lock.sfs", 0, &lfs, err, sizeof err), 0);
+		for (int i = 0;; i++) {
+			pthread_t t;
+			void *end;
+			CHECK(pthread_create(&t, NULL, lock_call, (void *)(intptr_t)i) == 0);
+			CHECK(pthread_join(t, &end) == 0);
+			if (end)
+				break;
+			CHECK(pthread_create(&t, NULL, lock_sync, NULL) == 0);
+			CHECK(pthread_join(t, NULL) == 0);
+		}
+		CHECK_EQ(sfs_unmount(lfs), 0);
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	if (WIFSIGNALED(st))
+		FAIL("a call kept the mount's lock: the next one waited %s",
+		     WTERMSIG(st) == SIGALRM ? "60 s" : "and died");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
 	pthread_t w[NW], r[NR], m, c;
@@ -239,6 +315,7 @@ int main(void)
 	CHECK_EQ(rc, 0);
 	verify("remounted");
 	CHECK_EQ(sfs_unmount(fs), 0);
+	calls_release_the_lock();
 	for (int i = 0; i < NW; i++)
 		free(wmodel[i]);
 	printf("ok\n");

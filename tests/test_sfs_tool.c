@@ -4,6 +4,8 @@
  * (byte for byte, also through stdin/stdout and a default name), put in
  * constant memory (peak RSS while storing 48 MiB), ls and ls -l, rm, stat,
  * fsck exit codes (clean 0; a leaked block: -n gives 4, -y gives 1, then 0),
+ * bad input (names, full images, mkfs geometry, --mode under the umask, a
+ * damaged FAT) answered with what is wrong and what to do,
  * --help and --version, and clear messages with non-zero exits for a missing
  * image, a file that is not an image, a missing file, and an image in use.
  *
@@ -221,6 +223,74 @@ static void names_printed_safely(void)
 	OUT_HAS("name:   nl\\nname\n");
 }
 
+/* Bad input gets a message that says what is wrong (issue 31): names
+ * against FORMAT.md's rule, each before the image is touched (usage: exit
+ * 2); which limit a full image met; mkfs's geometry mistakes as usage
+ * errors; its count of files in words; the FAT's cost before a long format;
+ * a checksum error that says how to repair it. */
+static void bad_input(void)
+{
+	char name64[80];
+
+	EXPECT(0, "mkfs --size 4M --files 1 one.sfs");
+	OUT_HAS("room for 1 file\n");
+	EXPECT(2, "put one.sfs bin.dat ''");
+	ERR_HAS("sfs: put: '': NAME is empty (a file name is 1 to 63 bytes");
+	EXPECT(2, "put one.sfs bin.dat a/b");
+	ERR_HAS("sfs: put: 'a/b': NAME contains '/' (an image holds one flat directory");
+	memset(name64, 'n', 64);
+	name64[64] = '\0';
+	EXPECT(2, "put one.sfs bin.dat %s", name64);
+	ERR_HAS("NAME is 64 bytes long (a file name is at most 63)");
+	name64[63] = '\0';                         /* 63 bytes: the longest name */
+	EXPECT(0, "put one.sfs bin.dat %s", name64);
+	EXPECT(2, "get one.sfs a/b out.dat");
+	ERR_HAS("sfs: get: 'a/b': NAME contains '/'");
+	EXPECT(2, "rm one.sfs %s ''", name64);
+	ERR_HAS("sfs: rm: '': NAME is empty");
+	EXPECT(0, "stat one.sfs %s", name64);      /* the rm above removed nothing */
+	EXPECT(2, "stat one.sfs a/b");
+	ERR_HAS("sfs: stat: 'a/b': NAME contains '/'");
+	EXPECT(2, "put one.sfs bin.dat trailing/");
+	/* a full directory and a full data area say which */
+	EXPECT(1, "put one.sfs bin.dat second");
+	ERR_HAS("sfs: put: second: the image's directory is full (1 of 1 files; sfs mkfs --files N");
+	EXPECT(0, "rm one.sfs %s", name64);
+	EXPECT(0, "mkfs --size 1M --files 2 tiny.sfs");
+	EXPECT(1, "put tiny.sfs bin.dat");          /* 1 MiB + 123 bytes: more than fits */
+	ERR_HAS("sfs: put: bin.dat: the image's data area is full (");
+	ERR_HAS(" bytes stored)");
+	EXPECT(0, "fsck tiny.sfs");
+	/* mkfs: a geometry that cannot be is a usage error, as a bad value is */
+	EXPECT(2, "mkfs --size 1M --files 100000 nofit.sfs");
+	ERR_HAS("100000 files do not fit in 1048576 bytes");
+	ERR_HAS("usage: sfs mkfs");
+	EXPECT(2, "mkfs --files 2000000 nofit.sfs");
+	ERR_HAS("bad geometry");
+	CHECK(access("nofit.sfs", F_OK) != 0);
+	/* the FAT's cost is said before it is written (64 MiB of FAT here) */
+	EXPECT(0, "mkfs --size 1G small1g.sfs");
+	if (strstr(err, "FAT"))
+		FAIL("mkfs of 1 GiB spoke of its FAT: %s", err);
+	EXPECT(0, "mkfs --size 64G fat64m.sfs");
+	ERR_HAS("writing a 64.0 MiB FAT (4 bytes per 4096-byte block)");
+	CHECK(unlink("fat64m.sfs") == 0);
+	/* a FAT block whose checksum fails: the message says how to repair it */
+	{
+		uint8_t sb0[64];
+		int fd = open("one.sfs", O_RDWR);
+
+		CHECK(fd >= 0);
+		CHECK(pread(fd, sb0, sizeof sb0, 0) == (ssize_t)sizeof sb0);
+		CHECK(pwrite(fd, "X", 1, (off_t)le32(sb0 + 28) * 4096 + 100) == 1);   /* fat_start */
+		CHECK(close(fd) == 0);
+		EXPECT(1, "ls one.sfs");
+		ERR_HAS("sfs: one.sfs: bad checksum in FAT block 0; run sfs fsck -y one.sfs to repair it");
+		EXPECT(1, "fsck -y one.sfs");
+		EXPECT(0, "ls one.sfs");
+	}
+}
+
 int main(void)
 {
 	const char *bin = getenv("UR_BIN");
@@ -288,6 +358,11 @@ int main(void)
 	EXPECT(0, "mkfs --size 1M --mode 0640 shared.sfs");
 	CHECK(stat("shared.sfs", &sb) == 0);
 	CHECK_EQ(sb.st_mode & 0777, 0640);
+	/* the umask applies to --mode, as to open(2): no world-writable image
+	 * by a slip (issue 31) */
+	EXPECT(0, "mkfs --size 1M --mode 0777 open.sfs");
+	CHECK(stat("open.sfs", &sb) == 0);
+	CHECK_EQ(sb.st_mode & 0777, 0755);
 	EXPECT(2, "mkfs --size 1M --mode 0999 bad.sfs");
 	EXPECT(2, "mkfs --size 1M --mode 01777 bad.sfs");
 	CHECK(access("bad.sfs", F_OK) != 0);
@@ -417,8 +492,8 @@ int main(void)
 
 		memset(longname, 'n', 70);
 		longname[70] = '\0';
-		EXPECT(1, "put t.sfs bin.dat %s", longname);
-		ERR_HAS("File name too long");
+		EXPECT(2, "put t.sfs bin.dat %s", longname);   /* a usage error, before the image */
+		ERR_HAS("NAME is 70 bytes long (a file name is at most 63)");
 	}
 
 	/* fsck exit codes on a leaked block */
@@ -495,9 +570,10 @@ int main(void)
 		/* too big for the image: a clear error, the image stays clean */
 		EXPECT(0, "mkfs --size 1M small.sfs");
 		EXPECT(1, "put small.sfs big.dat");
-		ERR_HAS("sfs: put: big.dat: No space left on device");
+		ERR_HAS("sfs: put: big.dat: the image's data area is full (");
 		EXPECT(0, "fsck small.sfs");
 	}
+	bad_input();
 	free(data);
 	printf("ok\n");
 	return 0;

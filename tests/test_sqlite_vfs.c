@@ -4,10 +4,19 @@
  * integrity_check; at the file level: writes stay pending (the file inside
  * the image is unchanged) until xSync, reads and a second handle see the
  * pending bytes, xSync puts them in the file, truncate cuts pending and
- * cached bytes, short reads; xAccess/xDelete of journals; locks between two connections
- * of the process in both modes; another process cannot open a channel on
- * the image while the VFS uses it; the image from the URI or $SFS_IMAGE; names
- * the image cannot hold are refused. */
+ * cached bytes, a read over held chunks around one not held, short reads
+ * (also across the end, from the server); delete-on-close files;
+ * xAccess/xDelete of journals, names that are only "-journal" or "-wal", the
+ * known-absent journal answered from the node (no realpath); xDlError; locks
+ * between two connections of the process in both modes; another process
+ * cannot open a channel on the image while the VFS uses it; the image from
+ * the URI or $SFS_IMAGE; names the image cannot hold are refused (by
+ * xFullPathname and by xOpen); the WAL index's locks at the file level (a
+ * handle's own SHARED does not keep its EXCLUSIVE off, another's does); a
+ * full image reported by the write that passes 32 MiB pending, and a failed
+ * batch leaving the size to be asked again; registration
+ * refused over a host VFS older than version 2. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -17,6 +26,19 @@
 #include "testutil.h"
 #include "ur_chan.h"
 #include "../src/sqlite/urfs_sqlite.h"
+
+/* Calls of realpath(3) in the process (the VFS resolves an image's real
+ * path with it): this definition comes before libc's. */
+static int realpath_calls;
+
+char *realpath(const char *restrict path, char *restrict resolved)
+{
+	static char *(*next)(const char *restrict, char *restrict);
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "realpath");
+	__atomic_add_fetch(&realpath_calls, 1, __ATOMIC_RELAXED);
+	return next(path, resolved);
+}
 
 static void exec_ok(sqlite3 *db, const char *sql)
 {
@@ -246,6 +268,13 @@ static void file_round(void)
 	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 7100);
 	CHECK(!memcmp(b, keep, 100) && !memcmp(b + 5000, a, 10));
 	CHECK(!memcmp(b + 7000, a, 100));
+	/* A read across the end of the file, from the server (nothing held):
+	 * the bytes before the end, zeros after. */
+	CHECK_EQ(vfs->xOpen(vfs, "ov.db", f, fl, &out), SQLITE_OK);
+	memset(b, 0xEE, 200);
+	CHECK_EQ(f->pMethods->xRead(f, b, 200, 7000), SQLITE_IOERR_SHORT_READ);
+	CHECK(!memcmp(b, a, 100) && !memcmp(b + 100, z, 100));
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
 	/* xAccess / xDelete. */
 	int res = -1;
 	CHECK_EQ(vfs->xAccess(vfs, "ov.db", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
@@ -259,9 +288,246 @@ static void file_round(void)
 	CHECK_EQ(vfs->xFullPathname(vfs, "dir/x.db", (int)sizeof(full), full), SQLITE_CANTOPEN);
 	CHECK_EQ(vfs->xFullPathname(vfs, "a2345678901234567890123456789012345678901234567890123456",
 				    (int)sizeof(full), full), SQLITE_CANTOPEN);
+	/* xOpen refuses them too (a name SQLite did not make: no xFullPathname
+	 * before it), and creates nothing under a cut name. */
+	static const char *const bad[] = {
+		"", "dir/x.db",
+		"a234567890123456789012345678901234567890123456789012345678901234",
+	};
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(vfs->xOpen(vfs, bad[i], f, fl, &out), SQLITE_CANTOPEN);
+	CHECK_EQ(vfs->xAccess(vfs, "a23456789012345678901234567890123456789012345678901234567890123",
+			      SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
 	unsetenv("SFS_IMAGE");
 	free(f);
 	free(g);
+}
+
+/* The file-level parts: the VFS, with $SFS_IMAGE naming the image for the
+ * names they open (they give no URI); a handle's memory. */
+static sqlite3_vfs *file_level(void)
+{
+	sqlite3_vfs *vfs = sqlite3_vfs_find("urfs");
+	CHECK(vfs != NULL);
+	setenv("SFS_IMAGE", "t.sfs", 1);
+	return vfs;
+}
+
+static sqlite3_file *file_alloc(sqlite3_vfs *vfs)
+{
+	sqlite3_file *f = calloc(1, (size_t)vfs->szOsFile);
+	CHECK(f != NULL);
+	return f;
+}
+
+/* A delete-on-close file (SQLITE_OPEN_DELETEONCLOSE) is gone when its handle
+ * closes, even while another handle of this process keeps the file open: a
+ * file created again under its name starts empty (the VFS forgets what it
+ * held of the old one: its chunks and its size). */
+static void delete_on_close(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs), *g = file_alloc(vfs), *h = file_alloc(vfs);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int out = 0, res = -1;
+	static unsigned char a[6000], b[6000];
+	fill(a, sizeof(a), 3);
+	CHECK_EQ(vfs->xOpen(vfs, "doc.tmp", f, fl | SQLITE_OPEN_DELETEONCLOSE, &out), SQLITE_OK);
+	CHECK_EQ(vfs->xOpen(vfs, "doc.tmp", g, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a, 5000, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	sqlite3_int64 sz = -1;
+	CHECK_EQ(f->pMethods->xFileSize(f, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 5000);
+	CHECK_EQ(f->pMethods->xWrite(f, a, 100, 5000), SQLITE_OK);     /* pending at the close */
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xAccess(vfs, "doc.tmp", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	/* The same name again: a new, empty file. */
+	CHECK_EQ(vfs->xOpen(vfs, "doc.tmp", h, fl, &out), SQLITE_OK);
+	CHECK_EQ(h->pMethods->xFileSize(h, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 0);
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(h->pMethods->xRead(h, b, 100, 0), SQLITE_IOERR_SHORT_READ);
+	CHECK_EQ(b[0], 0);
+	CHECK_EQ(h->pMethods->xWrite(h, a + 1, 10, 0), SQLITE_OK);
+	CHECK_EQ(h->pMethods->xSync(h, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	CHECK_EQ(h->pMethods->xFileSize(h, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 10);
+	CHECK_EQ(chan_read("doc.tmp", b, sizeof(b), 0), 10);
+	CHECK(!memcmp(b, a + 1, 10));
+	CHECK_EQ(g->pMethods->xClose(g), SQLITE_OK);
+	CHECK_EQ(h->pMethods->xClose(h), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "doc.tmp", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+	free(g);
+	free(h);
+}
+
+/* Names that are only a suffix ("-journal", "-wal") are files of their own,
+ * no database's journal or WAL: what the VFS knows of journals never answers
+ * for them. A known-absent journal is answered from the database's node,
+ * without resolving the image's real path. The loader
+ * calls go to the host's VFS. */
+static void names_and_cache(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *h = file_alloc(vfs);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	static const char *const sfx[] = { "-journal", "-wal" };
+	for (int i = 0; i < 2; i++) {
+		int out = 0, res = -1;
+		/* Deleted while a handle keeps its node: still nobody's journal. */
+		CHECK_EQ(vfs->xOpen(vfs, sfx[i], h, fl, &out), SQLITE_OK);
+		CHECK_EQ(vfs->xAccess(vfs, sfx[i], SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+		CHECK_EQ(res, 1);
+		CHECK_EQ(vfs->xDelete(vfs, sfx[i], 0), SQLITE_OK);
+		CHECK_EQ(vfs->xAccess(vfs, sfx[i], SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+		CHECK_EQ(res, 0);
+		/* Created again (a plain channel of this process): it exists. */
+		struct urch_opts o = { .image = "t.sfs" };
+		struct urch *ch;
+		CHECK_EQ(urch_open_opts(sfx[i], URCH_CREATE, URCH_UR, &o, &ch), 0);
+		urch_close(ch);
+		CHECK_EQ(vfs->xAccess(vfs, sfx[i], SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+		CHECK_EQ(res, 1);
+		CHECK_EQ(h->pMethods->xClose(h), SQLITE_OK);
+		CHECK_EQ(vfs->xDelete(vfs, sfx[i], 0), SQLITE_OK);
+	}
+	unsetenv("SFS_IMAGE");
+
+	/* The known-absent journal (SQLite's hot-journal check after a commit
+	 * in journal_mode=DELETE deleted it) and WAL are answered from the
+	 * database's node, by its name: the image's real path is not resolved
+	 * (SQLITE.md: that cost a getcwd and a readlink per read transaction). */
+	sqlite3 *db = open_db("file:ab.db?vfs=urfs&image=t.sfs");
+	exec_ok(db, "PRAGMA journal_mode=DELETE; CREATE TABLE a(x); INSERT INTO a VALUES(1)");
+	int res = -1, calls = realpath_calls;
+	CHECK_EQ(vfs->xAccess(vfs, "ab.db-journal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	CHECK_EQ(realpath_calls, calls);
+	res = -1;
+	CHECK_EQ(vfs->xAccess(vfs, "ab.db-wal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
+	CHECK_EQ(res, 0);
+	CHECK_EQ(realpath_calls, calls);
+	CHECK(vfs->xAccess(vfs, "ab.db", SQLITE_ACCESS_EXISTS, &res) == SQLITE_OK && res == 1);
+	CHECK(realpath_calls > calls);     /* the counter counts: not known absent */
+	CHECK_EQ(q_int(db, "SELECT x FROM a"), 1);
+	CHECK_EQ(sqlite3_close(db), SQLITE_OK);
+
+	/* xDlOpen/xDlError: the host's loader and its message. */
+	char msg[256];
+	memset(msg, 0, sizeof(msg));
+	CHECK(vfs->xDlOpen(vfs, "./no-such-library.so") == NULL);
+	vfs->xDlError(vfs, (int)sizeof(msg) - 1, msg);
+	if (!strstr(msg, "no-such-library"))
+		FAIL("xDlError: \"%s\"", msg);
+	free(h);
+}
+
+/* A read over chunks the VFS holds and one it does not, between them, gets
+ * the missing one from the file. */
+static void held_around_gap(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int out = 0;
+	static unsigned char a[3 * 4096], b[3 * 4096];
+	fill(a, sizeof(a), 5);
+	CHECK_EQ(vfs->xOpen(vfs, "gap.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a, sizeof(a), 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);     /* sent; nothing held */
+	CHECK_EQ(vfs->xOpen(vfs, "gap.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 0), SQLITE_OK);      /* held: chunk 0 */
+	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 8192), SQLITE_OK);   /* and chunk 2 */
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(f->pMethods->xRead(f, b, sizeof(b), 0), SQLITE_OK);
+	CHECK(!memcmp(b, a, sizeof(b)));
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "gap.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+}
+
+/* The WAL index's locks at the file level, as the unix VFS keeps them: a
+ * handle may take EXCLUSIVE on a slot where it alone holds SHARED; another
+ * handle's SHARED keeps it off (SQLITE_BUSY). */
+static void shm_locks(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs), *g = file_alloc(vfs);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	const int sh = SQLITE_SHM_LOCK | SQLITE_SHM_SHARED, ex = SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE;
+	int out = 0;
+	void volatile *p = NULL, *q = NULL;
+	CHECK_EQ(vfs->xOpen(vfs, "shm.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(vfs->xOpen(vfs, "shm.db", g, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmMap(f, 0, 32768, 1, &p), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xShmMap(g, 0, 32768, 1, &q), SQLITE_OK);
+	CHECK(p != NULL && p == q);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, sh), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, ex), SQLITE_OK);     /* its own SHARED */
+	CHECK_EQ(g->pMethods->xShmLock(g, 3, 1, sh), SQLITE_BUSY);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xShmLock(g, 3, 1, sh), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, sh), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, ex), SQLITE_BUSY);   /* g's SHARED */
+	CHECK_EQ(g->pMethods->xShmLock(g, 3, 1, SQLITE_SHM_UNLOCK | SQLITE_SHM_SHARED), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, ex), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xShmUnmap(f, 1), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xShmUnmap(g, 1), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xClose(g), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "shm.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+	free(g);
+}
+
+/* Past 32 MiB pending the bytes go to the server (SQLITE.md): on an image too
+ * small for them, the write that sent them says SQLITE_FULL (not only the
+ * next xSync); the bytes stay pending. */
+static void full_at_write(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs);
+	CHECK_EQ(sfs_format("small.sfs", 16u << 20, 64), 0);
+	setenv("SFS_IMAGE", "small.sfs", 1);
+	int out = 0, rc = SQLITE_OK;
+	unsigned mib = 0;
+	static unsigned char a[1u << 20];
+	fill(a, sizeof(a), 9);
+	CHECK_EQ(vfs->xOpen(vfs, "big.db", f, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &out),
+		 SQLITE_OK);
+	while (rc == SQLITE_OK && mib < 40)
+		rc = f->pMethods->xWrite(f, a, (int)sizeof(a), (sqlite3_int64)mib++ << 20);
+	if (rc != SQLITE_FULL)
+		FAIL("%u MiB written to a 16 MiB image: %d, expected SQLITE_FULL", mib, rc);
+	CHECK(mib > 16);
+	sqlite3_int64 sz = 0;
+	CHECK_EQ(f->pMethods->xFileSize(f, &sz), SQLITE_OK);
+	CHECK_EQ(sz, (sqlite3_int64)mib << 20);   /* pending, the failed write's too */
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_FULL);
+	CHECK_EQ(f->pMethods->xTruncate(f, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	/* A failed batch leaves the file's size to be asked again: a sparse
+	 * 100 MiB file, 20 MiB written into its hole, the xSync full. */
+	CHECK_EQ(f->pMethods->xTruncate(f, 100 << 20), SQLITE_OK);
+	for (mib = 0; mib < 20; mib++)
+		CHECK_EQ(f->pMethods->xWrite(f, a, (int)sizeof(a), (sqlite3_int64)mib << 20), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_FULL);
+	CHECK_EQ(f->pMethods->xFileSize(f, &sz), SQLITE_OK);
+	CHECK_EQ(sz, 100 << 20);
+	CHECK_EQ(f->pMethods->xTruncate(f, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "big.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+	FSCK_CLEAN("small.sfs");
 }
 
 /* Journals come and go; two connections follow SQLite's locking. */
@@ -362,12 +628,30 @@ static void images(void)
 
 int main(void)
 {
+	/* The VFS needs a host VFS of version 2 or later (xCurrentTimeInt64):
+	 * registered over an older default it refuses, and works once a
+	 * suitable one is the default. */
+	sqlite3_vfs *host = sqlite3_vfs_find(NULL), old;
+	CHECK(host != NULL);
+	old = *host;
+	old.iVersion = 1;
+	old.zName = "old-host";
+	CHECK_EQ(sqlite3_vfs_register(&old, 1), SQLITE_OK);
+	CHECK_EQ(urfs_sqlite_register(0), SQLITE_ERROR);
+	CHECK(sqlite3_vfs_find("urfs") == NULL);
+	CHECK_EQ(sqlite3_vfs_register(host, 1), SQLITE_OK);
+	CHECK_EQ(sqlite3_vfs_unregister(&old), SQLITE_OK);
 	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
 	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
 	CHECK_EQ(sfs_format("t.sfs", 256u << 20, 256), 0);
 	sql_round("rb.db", "delete");
 	sql_round("wal.db", "wal");
 	file_round();
+	delete_on_close();
+	names_and_cache();
+	held_around_gap();
+	shm_locks();
+	full_at_write();
 	journal_and_locks();
 	images();
 	/* Every connection closed: the server unmounted the image cleanly. */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "test_ur_stats.h"
 #include "ur_fs.h"
 #include "sfs.h"
 #include "../src/server/server.h"
@@ -215,15 +216,12 @@ static unsigned long long phase(const int cpus[2], int same)
 	urfs_queue_exit(&me);                /* the last client: the server prints and exits */
 	char *s = tu_slurp(STATS);
 	CHECK(s);
-	const char *p = strstr(s, " hand-overs");
-	if (!p)
+	long long ho = tu_count_before(s, " hand-overs");
+	if (ho < 0)
 		FAIL("no hand-over count in the server's stats: %s", s);
-	while (p > s && p[-1] >= '0' && p[-1] <= '9')
-		p--;
-	unsigned long long ho = strtoull(p, NULL, 10);
 	printf("%s: %llu NOPs, %llu hand-overs; the server said: %s", same ?
 	       "client on the server's CPU, a busy client elsewhere" : "client and server on two CPUs",
-	       (unsigned long long)n, ho, s);
+	       (unsigned long long)n, (unsigned long long)ho, s);
 	free(s);
 	return ho;
 }

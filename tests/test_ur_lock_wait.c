@@ -3,7 +3,8 @@
  * rings of this process, clients A, B, C of one server. Deadlock: the
  * issue's case (A, B, C hold [0,1), [1,2), [2,3); B waits on C, then on A;
  * A's wait on B is -EDEADLK, and after C and then A unlock, both of B's
- * waits are granted: nobody waits for ever), a cycle through a blocker that
+ * waits are granted: nobody waits for ever; and again with B's two waits
+ * queued in the other order), a cycle through a blocker that
  * is not the first one that conflicts, and a cycle of 20 handles. Timeout
  * (SQE addr2, ns): -ETIMEDOUT no sooner than asked and while the server is
  * asleep, the earlier of two deadlines first, nothing left queued (a later
@@ -117,6 +118,24 @@ static void deadlocks(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring
 	CHECK_EQ(res_of(b, ba, 50), NONE);
 	CHECK_EQ(DONE(a, unlock_q(a, fa, 0, 0)), 0);
 	CHECK_EQ(DONE(b, ba), 0);
+	CHECK_EQ(DONE(b, unlock_q(b, fb, 0, 0)), 0);
+
+	/* the same with B's waits queued the other way round (on A, then on C):
+	 * the cycle runs through B's older wait, whichever order the server
+	 * keeps a handle's waits in */
+	CHECK_EQ(DONE(a, lock_q(a, fa, 0, 1, EX, 0)), 0);
+	CHECK_EQ(DONE(b, lock_q(b, fb, 1, 1, EX, 0)), 0);
+	CHECK_EQ(DONE(c, lock_q(c, fc, 2, 1, EX, 0)), 0);
+	ba = lock_q(b, fb, 0, 1, EX | W, 0);
+	bc = lock_q(b, fb, 2, 1, EX | W, 0);
+	CHECK_EQ(res_of(b, ba, 50), NONE);
+	CHECK_EQ(res_of(b, bc, 1), NONE);
+	CHECK_EQ(DONE(a, lock_q(a, fa, 1, 1, EX | W, 0)), -EDEADLK);
+	CHECK_EQ(DONE(a, unlock_q(a, fa, 0, 0)), 0);
+	CHECK_EQ(DONE(b, ba), 0);
+	CHECK_EQ(res_of(b, bc, 50), NONE);
+	CHECK_EQ(DONE(c, unlock_q(c, fc, 0, 0)), 0);
+	CHECK_EQ(DONE(b, bc), 0);
 	CHECK_EQ(DONE(b, unlock_q(b, fb, 0, 0)), 0);
 
 	/* the cycle runs through a blocker that is not the first that conflicts:

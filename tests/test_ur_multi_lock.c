@@ -17,77 +17,30 @@
  * waiting lock more than UR_CLIENT_MAX_LOCKWAITS: -ENOLCK) get
  * their errors and change nobody's locks. The server exits after the last
  * client, the image fsck-clean. */
-#include "test_ur_multi.h"
+#include "test_ur_locks.h"
 
 #define IMG "lk.sfs"
 
-static uint64_t ud_next = 1000;
-
-static void submit_lock(struct urfs_ring *r, int op, int fd, uint64_t pos, uint64_t len,
-			unsigned fl, uint64_t ud)
-{
-	struct urfs_sqe *sqe = mp_sqe(r);
-	if (op == UR_OP_LOCK)
-		urfs_prep_lock(sqe, fd, pos, len, fl);
-	else
-		urfs_prep_unlock(sqe, fd, pos, len);
-	urfs_sqe_set_data64(sqe, ud);
-	if (urfs_submit(r) != 1)
-		FAIL("submit");
-}
-
-/* The CQE of user_data ud within ms (its res), or INT32_MIN when it does not
- * come; other CQEs on the way are a failure unless *other catches them. */
-static int32_t wait_ud(struct urfs_ring *r, uint64_t ud, int ms)
-{
-	uint64_t end = mp_now_ms() + (uint64_t)ms;
-	for (;;) {
-		struct urfs_cqe *cqe;
-		struct timespec ts = { 0, 20 * 1000 * 1000 };
-		int e = urfs_wait_cqe_timeout(r, &cqe, &ts);
-		if (e == 0) {
-			uint64_t got = cqe->user_data;
-			int32_t res = cqe->res;
-			urfs_cqe_seen(r, cqe);
-			if (got != ud)
-				FAIL("CQE %llu (res %d) while waiting for %llu", (unsigned long long)got,
-				     res, (unsigned long long)ud);
-			return res;
-		}
-		if (e != -ETIME)
-			FAIL("wait: %s", strerror(-e));
-		if (mp_now_ms() >= end)
-			return INT32_MIN;
-	}
-}
-
 static int32_t lk(struct urfs_ring *r, int fd, uint64_t pos, uint64_t len, unsigned fl)
 {
-	uint64_t ud = ud_next++;
-	submit_lock(r, UR_OP_LOCK, fd, pos, len, fl, ud);
-	int32_t res = wait_ud(r, ud, 5000);
-	if (res == INT32_MIN)
-		FAIL("LOCK %llu+%llu %#x: no CQE", (unsigned long long)pos, (unsigned long long)len, fl);
-	return res;
+	return lk_now(r, UR_OP_LOCK, fd, pos, len, fl);
 }
 
 static int32_t unlk(struct urfs_ring *r, int fd, uint64_t pos, uint64_t len)
 {
-	uint64_t ud = ud_next++;
-	submit_lock(r, UR_OP_UNLOCK, fd, pos, len, 0, ud);
-	return wait_ud(r, ud, 5000);
+	return lk_res(r, lk_submit(r, UR_OP_UNLOCK, fd, pos, len, 0), 5000);
 }
 
 /* A raw SQE as given (the library does not translate LOCK/UNLOCK). */
 static int32_t raw(struct urfs_ring *r, const struct urfs_sqe *q)
 {
 	struct urfs_sqe *sqe = mp_sqe(r);
-	uint64_t ud = ud_next++;
+	uint64_t ud = lk_ud++;
 	*sqe = *q;
 	sqe->user_data = ud;
 	if (urfs_submit(r) != 1)
 		FAIL("submit");
-	return wait_ud(r, ud, 5000);
+	return lk_res(r, ud, 5000);
 }
 
 #define EX 0u
@@ -149,8 +102,8 @@ static void waiting(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring *
 {
 	/* B waits for A's range; B and C are served meanwhile */
 	CHECK_EQ(lk(a, fa, 0, 10, EX), 0);
-	uint64_t ud = ud_next++;
-	submit_lock(b, UR_OP_LOCK, fb, 5, 10, W, ud);
+	uint64_t ud = lk_ud++;
+	lk_submit_ud(b, UR_OP_LOCK, fb, 5, 10, W, ud);
 	urfs_prep_nop(mp_sqe(c));
 	CHECK_EQ(mp_wait1(c), 0);
 	urfs_prep_nop(mp_sqe(b));
@@ -158,9 +111,9 @@ static void waiting(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring *
 	CHECK_EQ(lk(c, fc, 0, 1, SH), -EAGAIN);              /* A's still */
 	CHECK_EQ(lk(c, fc, 12, 1, SH), 0);                   /* B's is not granted ... */
 	CHECK_EQ(unlk(c, fc, 0, 0), 0);
-	CHECK_EQ(wait_ud(b, ud, 100), INT32_MIN);            /* ... and has no CQE */
+	CHECK_EQ(lk_res(b, ud, 100), INT32_MIN);            /* ... and has no CQE */
 	CHECK_EQ(unlk(a, fa, 0, 10), 0);
-	CHECK_EQ(wait_ud(b, ud, 5000), 0);
+	CHECK_EQ(lk_res(b, ud, 5000), 0);
 	CHECK_EQ(lk(a, fa, 12, 1, SH), -EAGAIN);             /* B holds 5..15 now */
 	CHECK_EQ(lk(a, fa, 15, 1, EX), 0);
 	CHECK_EQ(unlk(b, fb, 0, 0), 0);
@@ -169,29 +122,18 @@ static void waiting(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring *
 	/* a cycle: A waits for B, then B for A */
 	CHECK_EQ(lk(a, fa, 0, 10, EX), 0);
 	CHECK_EQ(lk(b, fb, 20, 10, EX), 0);
-	ud = ud_next++;
-	submit_lock(a, UR_OP_LOCK, fa, 20, 10, W, ud);
-	CHECK_EQ(wait_ud(a, ud, 50), INT32_MIN);
+	ud = lk_ud++;
+	lk_submit_ud(a, UR_OP_LOCK, fa, 20, 10, W, ud);
+	CHECK_EQ(lk_res(a, ud, 50), INT32_MIN);
 	CHECK_EQ(lk(b, fb, 0, 10, EX | W), -EDEADLK);
 	CHECK_EQ(unlk(b, fb, 20, 10), 0);
-	CHECK_EQ(wait_ud(a, ud, 5000), 0);
+	CHECK_EQ(lk_res(a, ud, 5000), 0);
 	CHECK_EQ(unlk(a, fa, 0, 0), 0);
 	CHECK_EQ(unlk(b, fb, 0, 0), 0);
 	printf("waiting locks: ok\n");
 }
 
 /* Until the server has taken every SQE of r (5 s at most). */
-static void sq_taken(struct urfs_ring *r)
-{
-	uint64_t end = mp_now_ms() + 5000;
-	while (ur_load_acquire(r->sq.khead) != r->sq.sqe_tail) {
-		if (mp_now_ms() > end)
-			FAIL("the server does not take the SQEs");
-		struct timespec ts = { 0, 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
-}
-
 /* 64 waits fill B's CQ room (64 CQEs): B's 32 NOPs wait in the SQ; when A
  * unlocks, all 96 complete, none lost. */
 static void cq_room(struct urfs_ring *a, struct urfs_ring *b, int fa, int fb)
@@ -206,7 +148,7 @@ static void cq_room(struct urfs_ring *a, struct urfs_ring *b, int fa, int fb)
 		if (i % 16 == 15) {
 			if (urfs_submit(b) != 16)
 				FAIL("submit waits");
-			sq_taken(b);
+			lk_sq_taken(b);
 		}
 	}
 	for (unsigned i = 0; i < 32; i++) {
@@ -309,7 +251,7 @@ static void hostile(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring *
 		urfs_sqe_set_data64(sqe, 7u << 20 | i);
 	}
 	CHECK_EQ(urfs_submit(&er), UR_CLIENT_MAX_LOCKWAITS);
-	sq_taken(&er);
+	lk_sq_taken(&er);
 	CHECK_EQ(lk(&er, fe, 0, 1, W), -ENOLCK);
 	urfs_queue_exit(&er);                /* its waits go without CQEs */
 	CHECK_EQ(lk(b, fb, 0, 1, SH), -EAGAIN);                /* A's 0..10 still */
@@ -330,16 +272,16 @@ static void close_waiting(struct urfs_ring *a, struct urfs_ring *b, int fa)
 	CHECK(fb2 >= 0);
 	CHECK_EQ(lk(b, fb2, 50, 10, EX), 0);
 	CHECK_EQ(lk(a, fa, 0, 10, EX), 0);
-	uint64_t ud = ud_next++;
-	submit_lock(b, UR_OP_LOCK, fb2, 0, 10, W, ud);
-	CHECK_EQ(wait_ud(b, ud, 50), INT32_MIN);
+	uint64_t ud = lk_ud++;
+	lk_submit_ud(b, UR_OP_LOCK, fb2, 0, 10, W, ud);
+	CHECK_EQ(lk_res(b, ud, 50), INT32_MIN);
 	struct urfs_sqe *sqe = mp_sqe(b);
 	urfs_prep_close(sqe, fb2);
 	urfs_sqe_set_data64(sqe, ud + 1);
 	CHECK_EQ(urfs_submit(b), 1);
-	CHECK_EQ(wait_ud(b, ud, 5000), -EBADF);
-	CHECK_EQ(wait_ud(b, ud + 1, 5000), 0);
-	ud_next++;
+	CHECK_EQ(lk_res(b, ud, 5000), -EBADF);
+	CHECK_EQ(lk_res(b, ud + 1, 5000), 0);
+	lk_ud++;
 	CHECK_EQ(lk(a, fa, 50, 10, EX), 0);                  /* fb2's lock went with it */
 	CHECK_EQ(unlk(a, fa, 0, 0), 0);
 	printf("close of a waiting handle: ok\n");
@@ -365,13 +307,13 @@ static void killed_holder(struct urfs_ring *a, int fa)
 	char x = 0;
 	CHECK(read(p[0], &x, 1) == 1 && x == 'l');
 	CHECK_EQ(lk(a, fa, 5009, 1, SH), -EAGAIN);
-	uint64_t ud = ud_next++;
-	submit_lock(a, UR_OP_LOCK, fa, 4000, 2000, W, ud);
-	CHECK_EQ(wait_ud(a, ud, 100), INT32_MIN);
+	uint64_t ud = lk_ud++;
+	lk_submit_ud(a, UR_OP_LOCK, fa, 4000, 2000, W, ud);
+	CHECK_EQ(lk_res(a, ud, 100), INT32_MIN);
 	kill(pid, SIGKILL);
 	int st;
 	CHECK(waitpid(pid, &st, 0) == pid);
-	CHECK_EQ(wait_ud(a, ud, 5000), 0);
+	CHECK_EQ(lk_res(a, ud, 5000), 0);
 	CHECK_EQ(unlk(a, fa, 0, 0), 0);
 	close(p[0]);
 	close(p[1]);
@@ -382,6 +324,7 @@ int main(void)
 {
 	alarm(120);
 	setvbuf(stdout, NULL, _IONBF, 0);
+	lk_strict = 1;
 	struct urfs_ring a, b, c;
 	pid_t spid = mp_three_rings(IMG, 64, &a, &b, &c);
 	int fa = mp_open(&a, "f", URFS_O_CREAT);

@@ -11,7 +11,10 @@
  * the drop-in in uring/ beside itself (a copy elsewhere uses the uring/ beside
  * the copy), and with no drop-in there or in its built-in directory exits 125
  * without running the command; the command's own status comes back, 127 for
- * a command not found.
+ * a command not found. Before a set-group-ID or set-user-ID program of another
+ * group or user (the loader then ignores LD_LIBRARY_PATH and the program gets
+ * the system's liburing, which the test confirms) it prints a warning; not
+ * before a plain one.
  */
 #include <errno.h>
 #include <limits.h>
@@ -137,6 +140,39 @@ int main(void)
 	CHECK_EQ(run("%s/urfs-uring", bin), 125);
 	CHECK_EQ(run("%s/urfs-uring --help", bin), 0);
 	CHECK(strstr(out, "--emulate"));
+
+	/* A set-group-ID (or set-user-ID) program to another group: the loader
+	 * ignores LD_LIBRARY_PATH for it, and the launcher says so first. */
+	gid_t other = getuid() == 0 ? 65534 : (gid_t)-1;
+	if (other == (gid_t)-1) {
+		gid_t g[64];
+		int n = getgroups(64, g);
+		for (int k = 0; k < n; k++)
+			if (g[k] != getgid())
+				other = g[k];
+	}
+	if (other == (gid_t)-1 || other == getgid()) {
+		tu_part_skip("set-ID", "the warning for a set-group-ID program",
+			     "no group but our own to give a program (not root, no supplementary group)");
+	} else {
+		tu_part_ran("set-ID", "the warning for a set-group-ID program");
+		CHECK_EQ(run("cp uring_which sgid_which && chgrp %u sgid_which && chmod 2755 sgid_which",
+			     (unsigned)other), 0);
+		run("%s/urfs-uring ./sgid_which f", bin);
+		CHECK(strstr(out, "urfs-uring: warning: ./sgid_which is set-group-ID: the dynamic loader "
+			      "ignores LD_LIBRARY_PATH for it, so it runs with the system's liburing"));
+		CHECK(libs_are(dropin) != 1);           /* the warning is true */
+		if (getuid() == 0) {
+			CHECK_EQ(run("cp uring_which suid_which && chown 65534 suid_which && chmod 4755 suid_which"), 0);
+			run("%s/urfs-uring ./suid_which f", bin);
+			CHECK(strstr(out, "urfs-uring: warning: ./suid_which is set-user-ID"));
+		}
+		/* not a word for a plain program, nor for one set-group-ID to our own group */
+		CHECK_EQ(run("cp uring_which own_which && chmod 2755 own_which && "
+			     "%s/urfs-uring --emulate ./own_which f", bin), 0);
+		CHECK(!strstr(out, "warning"));
+		CHECK_EQ(libs_are(dropin), 1);
+	}
 
 	/* A copy of the launcher uses the uring/ beside it... */
 	CHECK_EQ(run("mkdir -p copy/uring && cp %s/urfs-uring copy/ && cp %s copy/uring/", bin, dropin), 0);

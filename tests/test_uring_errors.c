@@ -26,7 +26,9 @@
  * or ANY that finds nothing is 0, of one -ENOENT (its off -EINVAL, by fd with ANY -EINVAL, by
  * an fd not open or a registered file not there -EBADF); IOSQE_FIXED_FILE with no table is
  * ignored by ops that take no file (TIMEOUT_REMOVE: -EINVAL); EPOLL_CTL reads its event (-EFAULT) before it
- * looks at the epoll fd (-EBADF). */
+ * looks at the epoll fd (-EBADF); a registered buffer with a NULL base (an empty slot) may not
+ * carry a tag (-EINVAL), untagged it is fine; io-wq's CPU affinity is set to this process's CPUs
+ * and taken back (io_uring_unregister_iowq_aff: 0). */
 #include "test_uring.h"
 #include "parts.h"
 #include <fcntl.h>
@@ -600,6 +602,20 @@ static void body(void)
 	close(ep_pipe[0]);
 	close(ep_pipe[1]);
 	close(ep);
+
+	/* a tagged empty buffer slot is -EINVAL; untagged it registers */
+	struct iovec none = { NULL, 0 };
+	__u64 tag = 7;
+	CHECK_EQ(io_uring_register_buffers_tags(&ring, &none, &tag, 1), -EINVAL);
+	tag = 0;
+	CHECK_EQ(io_uring_register_buffers_tags(&ring, &none, &tag, 1), 0);
+	CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
+
+	/* io-wq affinity: set (the CPUs this process may use), then taken back */
+	cpu_set_t cpus;
+	CHECK_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+	CHECK_EQ(io_uring_register_iowq_aff(&ring, sizeof cpus, &cpus), 0);
+	CHECK_EQ(io_uring_unregister_iowq_aff(&ring), 0);
 
 	tu_none(&ring);
 	io_uring_queue_exit(&ring);

@@ -6,7 +6,10 @@
  * provided buffer (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags; a ring fd closed
  * by hand and its number reused is a plain fd again (CLOSE works on it; emulated, queue_exit
  * leaves it open); a dup() of a ring fd works as the ring after the original is closed, and
- * after io_uring_queue_exit neither number is taken for the ring (a file put there is no ring). */
+ * after io_uring_queue_exit neither number is taken for the ring (a file put there is no ring);
+ * SENDMSG and RECVMSG use the caller's msghdr and all of its iovecs (msg_iovlen), a RECVMSG
+ * that waits for its data from the copy taken at submission (the caller's header and iovecs
+ * may change after io_uring_submit: IORING_FEAT_SUBMIT_STABLE). */
 #include "test_uring.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,6 +25,40 @@ static int fd_away(int fd)
 	CHECK(h >= 100);
 	close(fd);
 	return h;
+}
+
+/* SENDMSG of three pieces; a RECVMSG into two, queued before the data, whose header and
+ * iovecs the caller scribbles over once submitted. */
+static void msg_iovecs(struct io_uring *ring)
+{
+	struct io_uring_cqe c[2];
+	int sv[2];
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	char r0[2] = "", r1[10] = "";
+	struct iovec riov[2] = { { r0, sizeof r0 }, { r1, sizeof r1 } };
+	struct msghdr rm = { .msg_iov = riov, .msg_iovlen = 2 };
+	struct io_uring_sqe *s = tu_sqe(ring);
+	io_uring_prep_recvmsg(s, sv[0], &rm, 0);
+	s->user_data = 60;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	tu_none(ring);                          /* it waits */
+	memset(riov, 0, sizeof riov);
+	memset(&rm, 0, sizeof rm);
+
+	char a[] = "ab", b[] = "cde", f[] = "f";
+	struct iovec siov[3] = { { a, 2 }, { b, 3 }, { f, 1 } };
+	struct msghdr sm = { .msg_iov = siov, .msg_iovlen = 3 };
+	s = tu_sqe(ring);
+	io_uring_prep_sendmsg(s, sv[1], &sm, 0);
+	s->user_data = 61;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	tu_reap(ring, c, 2);
+	CHECK_EQ(tu_find(c, 2, 61)->res, 6);
+	CHECK_EQ(tu_find(c, 2, 60)->res, 6);
+	CHECK(memcmp(r0, "ab", 2) == 0);
+	CHECK(memcmp(r1, "cdef", 4) == 0);
+	close(sv[0]);
+	close(sv[1]);
 }
 
 static void body(void)
@@ -202,6 +239,7 @@ static void body(void)
 	close(n4);
 	close(nul);
 
+	msg_iovecs(&ring);
 	CHECK_EQ(io_uring_unregister_eventfd(&ring), 0);
 	close(efd);
 	io_uring_queue_exit(&ring);

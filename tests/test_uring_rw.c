@@ -4,8 +4,12 @@
  * worker does them), a READV that comes back short inline (partly cached) and goes on from the
  * library's copy of the iovec array, a read at the file position (offset -1), READ_FIXED/WRITE_FIXED
  * with registered buffers and a registered (fixed) file, a read past EOF, an fd number reused
- * for a pipe and then a file again (the offset applies only to the file), and a batch larger
- * than the SQ taken in several submits. */
+ * for a pipe and then a file again (the offset applies only to the file), a batch larger
+ * than the SQ taken in several submits, and FILES_UPDATE with IORING_FILE_INDEX_ALLOC: each fd
+ * goes to a free slot of the table (a taken one is left alone), the slot is written back into
+ * the caller's array, and a full table is -ENFILE. Emulated, the ring's own calls never reach
+ * the kernel's io_uring: with io_uring_enter and io_uring_register failing ENOTRECOVERABLE from
+ * then on (a seccomp filter), io_uring_enter, io_uring_register and the wrappers still work. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <sys/uio.h>
@@ -30,6 +34,79 @@ static void nops(struct io_uring *ring)
 		}
 		CHECK_EQ(io_uring_cq_ready(ring), 0);
 	}
+}
+
+/* A pipe's read end with one byte c waiting in it (the write end closed). */
+static int byte_pipe(char c)
+{
+	int p[2];
+	CHECK_EQ(pipe(p), 0);
+	CHECK_EQ(write(p[1], &c, 1), 1);
+	close(p[1]);
+	return p[0];
+}
+
+/* The byte waiting in the registered file at slot. */
+static char fixed_byte(struct io_uring *ring, int slot)
+{
+	struct io_uring_cqe c;
+	char b = 0;
+	struct io_uring_sqe *sqe = tu_sqe(ring);
+	io_uring_prep_read(sqe, slot, &b, 1, 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	tu_reap(ring, &c, 1);
+	CHECK_EQ(c.res, 1);
+	return b;
+}
+
+static void files_alloc(struct io_uring *ring)
+{
+	struct io_uring_cqe c;
+	int table[3] = { -1, byte_pipe('b'), -1 };
+	int fds[2] = { byte_pipe('a'), byte_pipe('c') }, mine[2] = { fds[0], fds[1] };
+	CHECK_EQ(io_uring_register_files(ring, table, 3), 0);
+	struct io_uring_sqe *sqe = tu_sqe(ring);
+	io_uring_prep_files_update(sqe, fds, 2, IORING_FILE_INDEX_ALLOC);
+	CHECK_EQ(io_uring_submit(ring), 1);
+	tu_reap(ring, &c, 1);
+	CHECK_EQ(c.res, 2);
+	/* the free slots 0 and 2, each written back where its fd was */
+	CHECK(fds[0] != fds[1]);
+	CHECK(fds[0] == 0 || fds[0] == 2);
+	CHECK(fds[1] == 0 || fds[1] == 2);
+	CHECK_EQ(fixed_byte(ring, fds[0]), 'a');
+	CHECK_EQ(fixed_byte(ring, fds[1]), 'c');
+	CHECK_EQ(fixed_byte(ring, 1), 'b');
+	/* the table is full */
+	int more = byte_pipe('d');
+	sqe = tu_sqe(ring);
+	io_uring_prep_files_update(sqe, &more, 1, IORING_FILE_INDEX_ALLOC);
+	CHECK_EQ(io_uring_submit(ring), 1);
+	tu_reap(ring, &c, 1);
+	CHECK_EQ(c.res, -ENFILE);
+	CHECK_EQ(io_uring_unregister_files(ring), 0);
+	close(more);
+	close(mine[0]);
+	close(mine[1]);
+	close(table[1]);
+}
+
+/* Emulated only: nothing the ring does from here on may call the kernel's io_uring. */
+static void no_kernel_calls(struct io_uring *ring, int fd)
+{
+	struct io_uring_cqe c;
+	CHECK_EQ(noring_block(ENOTRECOVERABLE), 0);
+	CHECK_EQ(io_uring_enter((unsigned)ring->ring_fd, 0, 0, 0, NULL), 0);
+	struct io_uring_sqe *sqe = tu_sqe(ring);
+	io_uring_prep_nop(sqe);
+	sqe->user_data = 70;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	CHECK_EQ(io_uring_enter((unsigned)ring->ring_fd, 0, 1, IORING_ENTER_GETEVENTS, NULL), 0);
+	tu_reap(ring, &c, 1);
+	CHECK_EQ(c.user_data, 70);
+	CHECK_EQ(io_uring_register((unsigned)ring->ring_fd, IORING_REGISTER_FILES, &fd, 1), 0);
+	CHECK_EQ(io_uring_unregister_files(ring), 0);
 }
 
 static void body(void)
@@ -252,6 +329,9 @@ static void body(void)
 	CHECK_EQ(io_uring_unregister_files(&ring), 0);
 	CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
 	CHECK_EQ(io_uring_unregister_buffers(&ring), -ENXIO);
+	files_alloc(&ring);
+	if (tu_mode != TU_KERNEL)
+		no_kernel_calls(&ring, fd2);
 	close(fd2);
 	free(src);
 	free(dst);

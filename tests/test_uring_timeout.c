@@ -1,10 +1,13 @@
 /* Description: time in the drop-in, in all three modes: io_uring_wait_cqe_timeout returns -ETIME
- * when nothing completes and sleeps meanwhile (300 ms of waiting cost under 0.1 s of CPU),
- * TIMEOUT expires with -ETIME, a TIMEOUT with a count completes with 0 once that many other
- * requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED) and
- * answers -ENOENT for an unknown one, LINK_TIMEOUT cancels a pipe read that never completes
- * (read -ECANCELED, timeout -ETIME) and is itself cancelled when the read wins, and
- * ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0) or answers -ENOENT.
+ * when nothing completes (also with a stale errno of EINTR, and without IORING_FEAT_EXT_ARG,
+ * through a TIMEOUT SQE of the library's) and sleeps meanwhile (300 ms of waiting cost under
+ * 0.1 s of CPU), TIMEOUT expires with -ETIME, a TIMEOUT with a count completes
+ * with 0 once that many other requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED)
+ * and answers -ENOENT for an unknown one, LINK_TIMEOUT cancels a pipe read that never completes
+ * (read -ECANCELED, timeout -ETIME, not before its time) and is itself cancelled when the read
+ * wins, at once or after the read waited (a linked timeout armed on a waiting request fires at its
+ * deadline, not when it is armed), and ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0)
+ * or answers -ENOENT.
  * Serial: bounds a waiting thread's own CPU time (tests/run.sh runs it alone).
  */
 #include "test_uring.h"
@@ -26,6 +29,20 @@ static double thread_cpu(void)
 	       (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
 }
 
+/* A read of fd linked to a LINK_TIMEOUT of ts: user_data ud and ud + 1; submitted. */
+static void read_linked(struct io_uring *ring, int fd, char *buf, unsigned len,
+			struct __kernel_timespec *ts, uint64_t ud)
+{
+	struct io_uring_sqe *s = io_uring_get_sqe(ring);
+	io_uring_prep_read(s, fd, buf, len, 0);
+	s->flags |= IOSQE_IO_LINK;
+	s->user_data = ud;
+	s = io_uring_get_sqe(ring);
+	io_uring_prep_link_timeout(s, ts, 0);
+	s->user_data = ud + 1;
+	CHECK_EQ(io_uring_submit(ring), 2);
+}
+
 static void body(void)
 {
 	struct io_uring ring;
@@ -38,6 +55,24 @@ static void body(void)
 	uint64_t t0 = ms_now();
 	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
 	CHECK(ms_now() - t0 >= 45);
+
+	/* a timed-out wait is -ETIME whatever errno held before (EINTR from an earlier call of
+	 * the program's); a NOP's CQE, reaped, left the ring's wake-up pending */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_nop(s);
+	s->user_data = 40;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	errno = EINTR;
+	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
+
+	/* as for a kernel without IORING_FEAT_EXT_ARG (before 5.11): the library ends the wait with
+	 * a TIMEOUT SQE of its own, whose CQE the program never sees */
+	unsigned feat = ring.features;
+	ring.features &= ~IORING_FEAT_EXT_ARG;
+	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t50), -ETIME);
+	CHECK_EQ(io_uring_peek_cqe(&ring, &cqe), -EAGAIN);
+	ring.features = feat;
 
 	/* TIMEOUT expiring */
 	s = io_uring_get_sqe(&ring);
@@ -92,28 +127,25 @@ static void body(void)
 	int p[2];
 	char buf[8];
 	CHECK_EQ(pipe(p), 0);
-	s = io_uring_get_sqe(&ring);
-	io_uring_prep_read(s, p[0], buf, sizeof buf, 0);
-	s->flags |= IOSQE_IO_LINK;
-	s->user_data = 20;
-	s = io_uring_get_sqe(&ring);
-	io_uring_prep_link_timeout(s, &t50, 0);
-	s->user_data = 21;
-	CHECK_EQ(io_uring_submit(&ring), 2);
+	t0 = ms_now();
+	read_linked(&ring, p[0], buf, sizeof buf, &t50, 20);
 	tu_reap(&ring, c, 2);
 	CHECK_EQ(tu_find(c, 2, 20)->res, -ECANCELED);
 	CHECK_EQ(tu_find(c, 2, 21)->res, -ETIME);
+	CHECK(ms_now() - t0 >= 45);
+
+	/* LINK_TIMEOUT of 10 s on a read that waits: nothing for 300 ms, then the data wins */
+	read_linked(&ring, p[0], buf, sizeof buf, &t10s, 24);
+	CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t300), -ETIME);
+	CHECK_EQ(write(p[1], "wait", 4), 4);
+	tu_reap(&ring, c, 2);
+	CHECK_EQ(tu_find(c, 2, 24)->res, 4);
+	CHECK_EQ(tu_find(c, 2, 25)->res, -ECANCELED);
+	CHECK(memcmp(buf, "wait", 4) == 0);
 
 	/* LINK_TIMEOUT loses: data is there, the timeout is cancelled */
 	CHECK_EQ(write(p[1], "abc", 3), 3);
-	s = io_uring_get_sqe(&ring);
-	io_uring_prep_read(s, p[0], buf, sizeof buf, 0);
-	s->flags |= IOSQE_IO_LINK;
-	s->user_data = 22;
-	s = io_uring_get_sqe(&ring);
-	io_uring_prep_link_timeout(s, &t10s, 0);
-	s->user_data = 23;
-	CHECK_EQ(io_uring_submit(&ring), 2);
+	read_linked(&ring, p[0], buf, sizeof buf, &t10s, 22);
 	tu_reap(&ring, c, 2);
 	CHECK_EQ(tu_find(c, 2, 22)->res, 3);
 	CHECK_EQ(tu_find(c, 2, 23)->res, -ECANCELED);

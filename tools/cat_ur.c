@@ -187,7 +187,10 @@ int main(int argc, char **argv)
 	p.buf_area_size = QD * CHUNK;
 	int r = urfs_queue_init_params(QD, &ring, &p);
 	if (r < 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, image, p.errmsg[0] ? p.errmsg : strerror(-r));
+		if (!strncmp(p.errmsg, image, strlen(image)))   /* the library named the image */
+			fprintf(stderr, "%s: %s\n", prog, p.errmsg);
+		else
+			fprintf(stderr, "%s: %s: %s\n", prog, image, p.errmsg[0] ? p.errmsg : strerror(-r));
 		return 1;
 	}
 	for (unsigned i = 0; i < QD; i++)

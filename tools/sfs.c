@@ -236,7 +236,9 @@ static int mount_image(const char *path, unsigned flags, struct sfs **fs)
 	char err[256] = "";
 	int r = sfs_mount(path, flags, fs, err, sizeof err);
 
-	if (r < 0)
+	if (r == -EUCLEAN)   /* damage a check found: fsck's to repair */
+		err_msg("%s: %s; run sfs fsck -y %s to repair it", path, err[0] ? err : strerror(-r), path);
+	else if (r < 0)
 		err_msg("%s: %s", path, err[0] ? err : strerror(-r));
 	else if (sfs_mount_warnings(*fs, err, sizeof err))
 		err_msg("%s: warning: %s; run sfs fsck -y", path, err);
@@ -333,6 +335,52 @@ static void progress_done(struct progress *p)
 		fprintf(stderr, "\r\033[K");
 }
 
+/* What is wrong with NAME as a SimpleFS file name (docs/FORMAT.md: 1..63
+ * bytes, no '/'), or NULL when nothing is. */
+static const char *name_problem(const char *name)
+{
+	static char why[96];
+	size_t len = strlen(name);
+
+	if (!len)
+		return "NAME is empty (a file name is 1 to 63 bytes, any but '/')";
+	if (len > SFS_NAME_MAX) {
+		snprintf(why, sizeof why, "NAME is %zu bytes long (a file name is at most %u)",
+			 len, SFS_NAME_MAX);
+		return why;
+	}
+	if (strchr(name, '/'))
+		return "NAME contains '/' (an image holds one flat directory: no folders)";
+	return NULL;
+}
+
+/* The reason for a usage error about NAME in a message that names it. */
+static int bad_name(const char *name, const char *why)
+{
+	return usage_error("'%.80s': %s", name, why);
+}
+
+/* -ENOSPC from creating NAME or writing it: which limit it met: the image's
+ * directory (max_files slots), its data blocks, or the host file system that
+ * holds the image (the image still has free blocks). */
+static void say_no_space(struct sfs *fs, const char *name, int creating, uint64_t stored)
+{
+	struct sfs_statfs sf;
+	int known = sfs_statfs(fs, &sf) == 0;
+
+	if (known && creating && sf.files >= sf.max_files)
+		err_msg("put: %s: the image's directory is full (%u of %u files; sfs mkfs "
+			"--files N makes an image with room for more)", name, sf.files, sf.max_files);
+	else if (known && !creating && sf.free_blocks == 0)
+		err_msg("put: %s: the image's data area is full (%" PRIu64 " bytes stored)",
+			name, stored);
+	else if (known)
+		err_msg("put: %s: %s (the host file system that holds the image is full; %" PRIu64
+			" bytes stored)", name, strerror(ENOSPC), stored);
+	else
+		err_msg("put: %s: %s (%" PRIu64 " bytes stored)", name, strerror(ENOSPC), stored);
+}
+
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -418,22 +466,31 @@ static int cmd_mkfs(int argc, char **argv)
 		return 1;
 	}
 
+	/* As open(2) would: the umask takes bits away from a new image's mode. */
+	{
+		mode_t um = umask(0);
+
+		umask(um);
+		mode &= ~(unsigned)um;
+	}
+	/* The FAT (4 bytes a block) and the journal are written now: tell the cost
+	 * before a long format. */
+	if (size / SFS_BLOCK_SIZE * 4 >= (UINT64_C(64) << 20))
+		fprintf(stderr, "%s: mkfs: %s: writing a %s FAT (4 bytes per %u-byte block): "
+			"the image takes that much disk space at once\n", prog, path,
+			human(size / SFS_BLOCK_SIZE * 4, h, sizeof h), (unsigned)SFS_BLOCK_SIZE);
 	r = sfs_format_ex(path, size, files, force ? SFS_FORMAT_FORCE : 0, mode);
 	if (r == -ELOOP || r == -EEXIST) {   /* it changed under us since the lstat */
 		err_msg("%s: %s", path, r == -ELOOP ? "is a symbolic link (not followed)"
 			: "exists and is not a SimpleFS image (use --force to overwrite it)");
 		return 1;
 	}
-	if (r == -ENOSPC) {
-		err_msg("%s: mkfs: %u files do not fit in %" PRIu64 " bytes (at least 16 data blocks "
-			"must remain)", path, files, size);
-		return 1;
-	}
-	if (r == -EINVAL) {
-		err_msg("%s: mkfs: bad geometry: %" PRIu64 " bytes, %u files (files: 1..1048576)",
-			path, size, files);
-		return 1;
-	}
+	if (r == -ENOSPC)
+		return usage_error("%u files do not fit in %" PRIu64 " bytes (at least 16 data blocks "
+				   "must remain): give a smaller --files or a larger --size", files, size);
+	if (r == -EINVAL)
+		return usage_error("bad geometry: %" PRIu64 " bytes, %u files (files: 1..1048576)",
+				   size, files);
 	if (r < 0) {
 		err_msg("%s: mkfs: %s", path, strerror(-r));
 		return 1;
@@ -453,9 +510,9 @@ static int cmd_mkfs(int argc, char **argv)
 			return 1;
 		}
 		printf("%s: %s, %" PRIu64 " blocks of %" PRIu64 " bytes, %" PRIu64
-		       " data blocks, room for %u files\n", path,
+		       " data blocks, room for %u file%s\n", path,
 		       human(sf.total_blocks * sf.block_size, h, sizeof h), sf.total_blocks,
-		       sf.block_size, sf.data_blocks, sf.max_files);
+		       sf.block_size, sf.data_blocks, sf.max_files, sf.max_files == 1 ? "" : "s");
 	}
 	return 0;
 }
@@ -574,8 +631,10 @@ static int cmd_put(int argc, char **argv)
 		return usage_error("NAME is required when reading standard input");
 	else
 		name = base_name(host);
-	if (!*name)
+	if (argc - optind < 3 && !*name)
 		return usage_error("'%s' has no file name; give NAME", host);
+	if (name_problem(name))
+		return bad_name(name, name_problem(name));
 
 	if (!strcmp(host, "-")) {
 		hfd = STDIN_FILENO;
@@ -602,6 +661,10 @@ static int cmd_put(int argc, char **argv)
 	if (mount_image(path, 0, &fs) < 0)
 		goto out;
 	fd = sfs_file_open(fs, name, SFS_O_CREAT | SFS_O_TRUNC);
+	if (fd == -ENOSPC) {
+		say_no_space(fs, name, 1, 0);
+		goto out;
+	}
 	if (fd < 0) {
 		err_msg("put: %s: %s", name, strerror(-fd));
 		goto out;
@@ -625,8 +688,11 @@ static int cmd_put(int argc, char **argv)
 				w = -ENOSPC;
 			if (w < 0) {
 				progress_done(&pg);
-				err_msg("put: %s: %s (%" PRIu64 " bytes stored)", name,
-					strerror((int)-w), off + (uint64_t)done);
+				if (w == -ENOSPC)
+					say_no_space(fs, name, 0, off + (uint64_t)done);
+				else
+					err_msg("put: %s: %s (%" PRIu64 " bytes stored)", name,
+						strerror((int)-w), off + (uint64_t)done);
 				goto out;
 			}
 		}
@@ -683,6 +749,8 @@ static int cmd_get(int argc, char **argv)
 		return usage_error("too many arguments");
 	path = argv[optind];
 	name = argv[optind + 1];
+	if (name_problem(name))
+		return bad_name(name, name_problem(name));
 	host = argc - optind == 3 ? argv[optind + 2] : name;
 	to_stdout = !strcmp(host, "-");
 
@@ -787,6 +855,9 @@ static int cmd_rm(int argc, char **argv)
 	if (argc - optind < 2)
 		return usage_error(argc == optind ? "missing IMAGE and NAME" : "missing NAME");
 	path = argv[optind];
+	for (i = optind + 1; i < argc; i++)
+		if (name_problem(argv[i]))
+			return bad_name(argv[i], name_problem(argv[i]));
 	if (mount_image(path, 0, &fs) < 0)
 		return 1;
 	for (i = optind + 1; i < argc; i++) {
@@ -830,6 +901,8 @@ static int cmd_stat(int argc, char **argv)
 	if (argc - optind > 2)
 		return usage_error("too many arguments");
 	path = argv[optind];
+	if (argc - optind == 2 && name_problem(argv[optind + 1]))
+		return bad_name(argv[optind + 1], name_problem(argv[optind + 1]));
 	if (mount_image(path, SFS_MOUNT_RDONLY, &fs) < 0)
 		return 1;
 	if (argc - optind == 2) {
@@ -943,12 +1016,14 @@ static int cmd_fsck(int argc, char **argv)
  * ------------------------------------------------------------------------- */
 static const struct cmd cmds[] = {
 	{ "mkfs", cmd_mkfs, "mkfs [--size N] [--files N] [--mode MODE] [--force] IMAGE",
-	  "Create a SimpleFS image file (sparse: it costs only what is written).\n"
+	  "Create a SimpleFS image file. It is sparse: it costs its FAT (1 MiB per GiB\n"
+	  "of size, written at once), its journal (1 MiB) and the data written.\n"
 	  "A new image is readable by its owner only; IMAGE may not be a symbolic link.\n"
 	  "  -s, --size N    image size (default 1G); N takes a K, M, G or T suffix\n"
 	  "  -n, --files N   room for N files (default 4096)\n"
 	  "  -m, --mode MODE permissions of a new image, octal (default 0600; 0640\n"
-	  "                  shares it with the group on purpose)\n"
+	  "                  shares it with the group on purpose); the umask applies,\n"
+	  "                  as for open(2)\n"
 	  "  -f, --force     overwrite an existing file, even one that is not an image\n"
 	  "                  (never one that is mounted)\n" },
 	{ "ls", cmd_ls, "ls [-l] IMAGE",

@@ -13,6 +13,9 @@
  * A C program rather than a script: it finds itself through /proc/self/exe
  * (not $0), its directory is baked in by the Makefile like the library's
  * libexec directory, and it is built, installed and checked as the other tools.
+ * A COMMAND the loader will run in secure mode (set-user-ID or set-group-ID to
+ * another user or group, file capabilities) ignores LD_LIBRARY_PATH: that is
+ * said on stderr before it runs.
  * Must never: run COMMAND when no drop-in is found (exit 125, naming the paths
  * it looked at), drop or reorder the caller's LD_LIBRARY_PATH entries, or add
  * an empty entry (the dynamic loader would read it as the current directory).
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "../src/common/launcher.h"
 
@@ -84,6 +88,50 @@ static void beside_self(char *out, size_t cap)
 		out[0] = '\0';
 }
 
+/* The file execvp would run for cmd: cmd itself when it has a '/', else the
+ * first executable regular file of that name in $PATH. 0, or -1. */
+static int which(const char *cmd, char *out, size_t cap)
+{
+	struct stat st;
+
+	if (strchr(cmd, '/'))
+		return (size_t)snprintf(out, cap, "%s", cmd) < cap ? 0 : -1;
+	const char *p = getenv("PATH");
+	for (p = p ? p : "/usr/local/bin:/usr/bin:/bin"; ; p++) {
+		size_t n = strcspn(p, ":");
+		if ((size_t)snprintf(out, cap, "%.*s%s%s", (int)n, p, n ? "/" : "", cmd) < cap &&
+		    stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+			return 0;
+		p += n;
+		if (!*p)
+			return -1;
+	}
+}
+
+/* Says so on stderr when the dynamic loader will run COMMAND in secure mode
+ * (set-user-ID or set-group-ID to another user or group, or file
+ * capabilities): it then ignores LD_LIBRARY_PATH, and the program runs with
+ * the system's liburing, not the drop-in. */
+static void warn_secure(const char *cmd)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	const char *what = NULL;
+
+	if (which(cmd, path, sizeof path) < 0 || stat(path, &st) != 0)
+		return;   /* execvp will say what is wrong */
+	if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+		what = "set-user-ID";
+	else if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid())
+		what = "set-group-ID";
+	else if (getxattr(path, "security.capability", NULL, 0) > 0)
+		what = "given file capabilities";
+	if (what)
+		fprintf(stderr, "urfs-uring: warning: %s is %s: the dynamic loader ignores "
+			"LD_LIBRARY_PATH for it, so it runs with the system's liburing, not the "
+			"drop-in (run a copy without that bit, e.g. cp %s /tmp/)\n", path, what, path);
+}
+
 int main(int argc, char **argv)
 {
 	int emulate = 0, i = 1;
@@ -135,5 +183,6 @@ int main(int argc, char **argv)
 	}
 	free(path);
 
+	warn_secure(argv[i]);
 	return launcher_exec("urfs-uring", argv + i);
 }

@@ -604,7 +604,8 @@ static void usage(FILE *f)
 "usage: bench db [options]\n"
 "  database page patterns, 8 KiB pages, O_DIRECT, through channels (ur_chan.h)\n"
 "  --dir DIR       where the host page file 'dbfile' is (default .)\n"
-"  --image PATH    the SimpleFS image for the ur engine (default DIR/db.sfs)\n"
+"  --image PATH    the SimpleFS image for the ur engine (default $SFS_IMAGE, else\n"
+"                  DIR/db.sfs; only that one is remade when too small)\n"
 "  --engine LIST   io_uring,ur,psync (default all)\n"
 "  --iters N       iterations per figure, median reported (default 30)\n"
 "  --size BYTES    page file size (default 512M)\n"
@@ -685,7 +686,9 @@ int bench_db_main(int argc, char **argv)
 			prog);
 		return 2;
 	}
-	if (!O.image[0]) {
+	if (!O.image[0] && getenv("SFS_IMAGE") && *getenv("SFS_IMAGE")) {
+		snprintf(O.image, sizeof(O.image), "%s", getenv("SFS_IMAGE"));   /* as run and sweep */
+	} else if (!O.image[0]) {
 		snprintf(O.image, sizeof(O.image), "%s/db.sfs", O.dir);
 		O.image_default = 1;
 	}

@@ -24,6 +24,17 @@ struct urb {
 	struct bench_io **ev;
 };
 
+/* Why a ring did not start, for a message that names the image already: the
+ * library's errmsg without the image it may begin with, else the errno's text. */
+static const char *start_why(const struct urfs_params *p, const char *image, int e)
+{
+	size_t n = strlen(image);
+
+	if (!p->errmsg[0])
+		return strerror(-e);
+	return !strncmp(p->errmsg, image, n) && !strncmp(p->errmsg + n, ": ", 2) ? p->errmsg + n + 2 : p->errmsg;
+}
+
 static void fill_params(struct bench_td *td, struct urfs_params *p, unsigned flags)
 {
 	const struct bench_job *job = td->job;
@@ -139,7 +150,7 @@ static int urb_prepare(struct bench_td *td)
 	if (e < 0) {
 		free(buf);
 		return bench_set_reason(td, e, "ur: start server on %s: %s", td->image,
-					p.errmsg[0] ? p.errmsg : strerror(-e));
+					start_why(&p, td->image, e));
 	}
 	fd = ur_open_file(&ring, td->fname, URFS_O_CREAT);
 	if (fd < 0) {
@@ -239,7 +250,7 @@ static int urb_setup(struct bench_td *td)
 		urb_cleanup(td);
 		return bench_set_reason(td, e, "ur: start server on %s%s: %s", td->image,
 					job->direct ? " (O_DIRECT)" : "",
-					p.errmsg[0] ? p.errmsg : strerror(-e));
+					start_why(&p, td->image, e));
 	}
 	u->ring_ok = 1;
 	td->helper_pid = p.server_pid;

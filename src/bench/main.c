@@ -19,6 +19,8 @@
 #include "db.h"
 
 #define MAXL 16
+#define STR_(x) #x
+#define STR(x) STR_(x)             /* a macro's value as a string */
 
 static const char *prog = "bench";
 
@@ -53,7 +55,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: bench [default] [options]     the default run (about 40 seconds)\n"
 "       bench run --engine LIST [options]   one job per combination of the lists\n"
-"       bench sweep [--quick] [options]      the original benchmark's tables (about 15 min)\n"
+"       bench sweep [--quick] [options]      the original benchmark's tables (about 12 min)\n"
 "       bench db [--help]                    database page patterns (8 KiB pages, O_DIRECT, channels)\n"
 "\n"
 "Lists are comma separated; every combination runs.\n"
@@ -856,8 +858,28 @@ int main(int argc, char **argv)
 					name = o->name;
 					break;
 				}
-			fprintf(stderr, "%s: bad value for --%s: %s\n", prog, name,
-				optarg ? optarg : "");
+			const char *valid = "";
+			switch (opt) {   /* what the option takes */
+			case O_ENGINE:   valid = "up to 16 engine names, comma-separated (bench --help lists them)"; break;
+			case O_BS:
+			case O_SIZE:     valid = "up to 16 sizes, comma-separated, 1 or more, with an optional K, M, G or T suffix"; break;
+			case O_QD:       valid = "up to 16 queue depths, comma-separated, 1 .. 65535"; break;
+			case O_PATTERN:  valid = "seq, rand, or both: seq,rand"; break;
+			case O_RW:       valid = "up to 4 of read, write, mix, nop, comma-separated"; break;
+			case O_MIX:      valid = "a percentage of reads, 0 .. 100"; break;
+			case O_DIRECT:   valid = "0, 1 or 0,1"; break;
+			case O_TIME:
+			case O_IOPS_TIME: valid = "seconds, more than 0 (2 or 0.5)"; break;
+			case O_BYTES:    valid = "a size with an optional K, M, G or T suffix"; break;
+			case O_WARMUP:   valid = "seconds, 0 or more"; break;
+			case O_REPEAT:   valid = "a count, 1 .. " STR(BENCH_MAX_REPEAT); break;
+			case O_INTERVAL: valid = "up to 16 times with a unit (ns, us, ms or s), comma-separated, 1ns .. 3600s: 100us,2ms"; break;
+			case O_CLIENTS:  valid = "up to 16 client counts, comma-separated, 1 .. " STR(BENCH_MAX_CLIENTS); break;
+			case O_BUSY_LOAD: valid = "a load average, 0 or more"; break;
+			case O_BUSY_CPU: valid = "a percentage, 0 or more"; break;
+			}
+			fprintf(stderr, "%s: bad value for --%s: '%s'%s%s%s\n", prog, name,
+				optarg ? optarg : "", *valid ? " (" : "", valid, *valid ? ")" : "");
 			return 2;
 		}
 	}

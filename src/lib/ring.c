@@ -366,18 +366,27 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	p->server_pid = 0;
 	memset(ring, 0, sizeof(*ring));
 	ring->sq_fd = ring->cq_fd = ring->live_fd = -1;
-	if (entries == 0 || entries > UR_MAX_ENTRIES)
+	if (entries == 0 || entries > UR_MAX_ENTRIES) {
+		snprintf(p->errmsg, sizeof(p->errmsg), "%u SQ entries: 1 .. %u", entries, UR_MAX_ENTRIES);
 		return -EINVAL;
+	}
 	uint32_t sqn = roundup_pow2(entries);
 	/* the default CQ is twice the SQ, capped at the limit (ABI.md) */
 	uint32_t cqn = p->cq_entries ? roundup_pow2(p->cq_entries)
 				     : sqn < UR_MAX_ENTRIES ? 2 * sqn : sqn;
-	if (cqn < sqn || cqn > UR_MAX_ENTRIES)
+	if (cqn < sqn || cqn > UR_MAX_ENTRIES) {
+		snprintf(p->errmsg, sizeof(p->errmsg), "%u CQ entries: at least the SQ's %u, at most %u",
+			 p->cq_entries, sqn, UR_MAX_ENTRIES);
 		return -EINVAL;
+	}
 	uint64_t stage = align_up(p->staging_size ? p->staging_size : DEFAULT_STAGING, 4096);
 	uint64_t bufa = align_up(p->buf_area_size ? p->buf_area_size : DEFAULT_BUFAREA, 4096);
-	if (stage > (1ull << 40) || bufa > (1ull << 40))
+	if (stage > (1ull << 40) || bufa > (1ull << 40)) {
+		snprintf(p->errmsg, sizeof(p->errmsg), "%s of %llu bytes: at most 1 TiB",
+			 stage > (1ull << 40) ? "staging area" : "buffer area",
+			 (unsigned long long)(stage > (1ull << 40) ? stage : bufa));
 		return -EINVAL;
+	}
 
 	struct ur_region_hdr g;
 	memset(&g, 0, sizeof(g));
@@ -397,8 +406,10 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	g.idle_us = (p->flags & URFS_SETUP_IDLE) ? p->idle_us : (p->idle_us ? p->idle_us : DEFAULT_IDLE_US);
 
 	struct urfs__priv *P = calloc(1, sizeof(*P));
-	if (!P)
+	if (!P) {
+		snprintf(p->errmsg, sizeof(p->errmsg), "out of memory");
 		return -ENOMEM;
+	}
 	P->memfd = -1;
 	P->npend = sqn + cqn;
 	P->pend = calloc(P->npend, sizeof(*P->pend));
@@ -410,6 +421,7 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	uint8_t *base = MAP_FAILED;
 	if (!P->pend || !P->recs) {
 		r = -ENOMEM;
+		snprintf(p->errmsg, sizeof(p->errmsg), "out of memory");
 		goto err;
 	}
 	for (uint32_t i = 0; i < P->npend; i++)
@@ -428,12 +440,15 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	if (P->memfd < 0 || ftruncate(P->memfd, (off_t)g.size) < 0 ||
 	    fcntl(P->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		r = -errno;
-		snprintf(p->errmsg, sizeof(p->errmsg), "cannot create the shared region");
+		snprintf(p->errmsg, sizeof(p->errmsg), "cannot create the shared region (%llu bytes): %s",
+			 (unsigned long long)g.size, strerror(-r));
 		goto err;
 	}
 	base = mmap(NULL, g.size, PROT_READ | PROT_WRITE, MAP_SHARED, P->memfd, 0);
 	if (base == MAP_FAILED) {
 		r = -errno;
+		snprintf(p->errmsg, sizeof(p->errmsg), "cannot map the shared region (%llu bytes): %s",
+			 (unsigned long long)g.size, strerror(-r));
 		goto err;
 	}
 	memcpy(base, &g, sizeof(g));
@@ -443,17 +458,20 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 	ring->cq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ring->sq_fd < 0 || ring->cq_fd < 0) {
 		r = -errno;
+		snprintf(p->errmsg, sizeof(p->errmsg), "cannot create the doorbells (eventfd): %s", strerror(-r));
 		goto err;
 	}
 
 	char spath[PATH_MAX];
 	r = find_server(p->server, spath, sizeof(spath));
-	if (r < 0) {
-		snprintf(p->errmsg, sizeof(p->errmsg),
-			 "simplefs_server not found (looked at $UR_SERVER, beside libur_fs.so and the program, %s)",
-			 UR_LIBEXECDIR);
+	if (r < 0 && (p->server || (getenv("UR_SERVER") && *getenv("UR_SERVER"))))
+		snprintf(p->errmsg, sizeof(p->errmsg), "simplefs_server not found: %.150s (named by %s) "
+			 "is not an executable file", spath, p->server ? "urfs_params.server" : "$UR_SERVER");
+	else if (r < 0)
+		snprintf(p->errmsg, sizeof(p->errmsg), "simplefs_server not found (looked beside "
+			 "libur_fs.so, beside the program and at %.150s)", spath);
+	if (r < 0)
 		goto err;
-	}
 	const char *image = p->image;
 	if (!image) {
 		const char *e = getenv("SFS_IMAGE");
@@ -520,6 +538,8 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 		holder = 0;
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 			r = -errno;
+			snprintf(p->errmsg, sizeof(p->errmsg), "cannot create the server's socket pair: %s",
+				 strerror(-r));
 			goto err;
 		}
 		int fds[4] = { P->memfd, ring->sq_fd, ring->cq_fd, sv[1] };
@@ -553,7 +573,11 @@ UR_EXPORT int urfs_queue_init_params(unsigned entries, struct urfs_ring *ring, s
 		P->spawned = 0;
 	}
 	if (h.err) {
-		snprintf(p->errmsg, sizeof(p->errmsg), "%s", h.msg);
+		/* the server's reason, with the image it is about when it does not name it */
+		if (!(p->flags & URFS_SETUP_NOIMAGE) && !strstr(h.msg, image))
+			snprintf(p->errmsg, sizeof(p->errmsg), "%.100s: %.150s", image, h.msg);
+		else
+			snprintf(p->errmsg, sizeof(p->errmsg), "%s", h.msg);
 		r = h.err < 0 && h.err > -4096 ? h.err : -EIO;
 		goto err;
 	}
@@ -691,6 +715,8 @@ int __urfs_queue_exit_status(struct urfs_ring *ring)
 		 * dead); if it serves others still, it is reaped when it ends (a
 		 * zombie until this process waits for it or exits: docs/ABI.md). */
 		st = reap(ring->server_pid);
+		if (st < 0 && bye)
+			st = 0;   /* SIGCHLD ignored: the kernel reaped it; its bye says how it ended */
 	} else if (!timed_out && ring->server_pid > 0 && last) {
 		/* Another process's child: its last client returns when it has
 		 * exited (within what is left of the bound). */

@@ -94,6 +94,10 @@ int ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live,
 		snprintf(err, errlen, "the liveness socket is not an AF_UNIX SOCK_SEQPACKET socket");
 		goto fail;
 	}
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	if (getsockopt(live, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0)
+		cr.pid = 0;                     /* unknown: the ring's lock bounds alone */
 	if ((r = ur_doorbell_check(efd_sq, err, errlen)) < 0 ||
 	    (r = ur_doorbell_check(efd_cq, err, errlen)) < 0)
 		goto fail;
@@ -133,6 +137,7 @@ int ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live,
 	s->be = h->be;
 	s->bst = h->bst;
 	s->host = h;
+	s->pid = cr.pid;
 	s->hdr->server_pid = (int32_t)getpid();
 	if (h->bst && h->aio)
 		(void)ur_aio_init(s);           /* failing: this ring's reads stay synchronous */

@@ -32,11 +32,17 @@ struct ur_host;
 /* locks.c: byte-range locks between clients (docs/ABI.md, "Locks"). */
 struct ur_lock;
 struct ur_lockwait;
+struct ur_lockfile;
+#define UR_LOCK_BUCKET_BITS 8
 struct ur_locktab {
-	struct ur_lock *held;
-	struct ur_lockwait *waits;         /* FIFO */
+	/* Files with records or queued waits, by inode (each with its own
+	 * records and FIFO of waits); the records and waits of a ring are also
+	 * on that ring's lists (struct ur_server's locks, lwaits). */
+	struct ur_lockfile *file[1u << UR_LOCK_BUCKET_BITS];
+	uint32_t nlocks, nwaits;           /* of every ring: <= UR_SERVER_MAX_* */
 	uint64_t next_deadline;            /* no wait times out before (ns; 0: none has one) */
 	uint32_t gen;                      /* deadlock()'s search, the current one */
+	uint64_t n_grant_looked;           /* queued waits looked at by grant passes (--stats) */
 };
 #define UR_LOCK_QUEUED UR_AIO_QUEUED        /* ur_lock_request: CQE when granted */
 
@@ -112,6 +118,10 @@ struct ur_server {
 	 * records and queued waits (each wait holds a CQ slot). */
 	struct ur_locktab own_locks;
 	uint32_t nlocks, nlockwait;
+	struct ur_lock *locks;             /* this ring's records (owner list) */
+	struct ur_lockwait *lwaits;        /* this ring's queued waits, newest first */
+	int32_t pid;                       /* the client's process (SO_PEERCRED; 0: unknown):
+					    * its rings share UR_PROC_MAX_* */
 
 	/* Registered buffers (private snapshot). */
 	struct ur_iovec bufs[UR_MAX_BUFS];

@@ -1,7 +1,8 @@
 /*
  * urfs_sqlite.h - the "urfs" SQLite VFS (src/sqlite/urfs_vfs.c) for programs
- * that link SQLite themselves (link obj/liburfs_sqlite.a, libur_fs.so and
- * -lsqlite3). The sqlite3 shell loads liburfs_sqlite.so instead (.load).
+ * that link SQLite themselves: installed, -lurfs_sqlite -lur_fs -lsqlite3 (in
+ * the tree: obj/liburfs_sqlite.a, libur_fs.so, -lsqlite3). The sqlite3 shell
+ * loads liburfs_sqlite.so instead (.load). The manual: urfs_sqlite(3).
  * Must never need anything but <sqlite3.h> to compile against.
  */
 #ifndef URFS_SQLITE_H

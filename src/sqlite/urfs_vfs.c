@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
@@ -144,6 +145,16 @@ static void drop_all(struct node *nd)
 	nd->tab = NULL;
 	nd->cap = nd->n = nd->ndirty = 0;
 	nd->pend_end = 0;
+}
+
+/* The file is being removed: forget what the node holds of it, its chunks
+ * and its size (a file created again under the name starts empty). */
+static void forget(struct node *nd)
+{
+	pthread_mutex_lock(&nd->mu);
+	drop_all(nd);
+	nd->size = -1;
+	pthread_mutex_unlock(&nd->mu);
 }
 
 /* Keep the chunks keep() accepts, cut to [0, size); rebuilt table (removals
@@ -856,9 +867,7 @@ static int x_close(sqlite3_file *f)
 	pthread_mutex_unlock(&nd->mu);
 	if (u->flags & SQLITE_OPEN_DELETEONCLOSE) {
 		struct urch_opts o = { .image = nd->image };
-		pthread_mutex_lock(&nd->mu);
-		drop_all(nd);
-		pthread_mutex_unlock(&nd->mu);
+		forget(nd);
 		urch_unlink(nd->name, URCH_UR, &o);
 	}
 	urch_close(u->ch);
@@ -889,6 +898,22 @@ static const sqlite3_io_methods urfs_io = {
 /* ---------------------------------------------------------------------------
  * The VFS.
  * ------------------------------------------------------------------------- */
+/* What a failed channel open of name in image means to SQLite: the image in
+ * use by another process or client (SQLITE_BUSY, for the main database: "database
+ * is locked"), a file that is no SimpleFS image (SQLITE_NOTADB), or else
+ * SQLITE_CANTOPEN; the reason, with the image's path, goes to SQLite's log. */
+static int open_error(const char *name, const char *image, int flags, int r)
+{
+	int code = r == -EBUSY && (flags & SQLITE_OPEN_MAIN_DB) ? SQLITE_BUSY
+		 : r == -EMEDIUMTYPE || r == -EPROTONOSUPPORT || r == -EUCLEAN ? SQLITE_NOTADB
+		 : SQLITE_CANTOPEN;
+
+	sqlite3_log(code, "urfs: %s in image %s: %s%s", name, image, strerror(-r),
+		    code == SQLITE_BUSY ? " (another process or client uses the image)" :
+		    code == SQLITE_NOTADB ? " (not a SimpleFS image, a newer one, or a damaged one: sfs fsck)" : "");
+	return code;
+}
+
 static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
 {
 	(void)vfs;
@@ -907,6 +932,13 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
 		snprintf(image, sizeof(image), "%s", img);
 	else
 		image_of(name, image);
+	/* An image that image= names is made only when create=1 asks for it:
+	 * a typo must not make a new, empty image. */
+	if (img && *img && !sqlite3_uri_boolean(name, "create", 0) && access(image, F_OK) != 0) {
+		sqlite3_log(SQLITE_CANTOPEN, "urfs: image=%s: %s (create=1 makes a new image)",
+			    image, strerror(errno));
+		return SQLITE_CANTOPEN;
+	}
 	unsigned cf = URCH_EXCL;     /* the node state below is this process's own */
 	if (flags & SQLITE_OPEN_CREATE)
 		cf |= URCH_CREATE;
@@ -916,7 +948,7 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
 	note_absent(name, image, 0);
 	int r = urch_open_opts(name, cf, URCH_UR, &o, &u->ch);
 	if (r < 0)
-		return SQLITE_CANTOPEN;
+		return open_error(name, image, flags, r);
 	if (flags & SQLITE_OPEN_MAIN_DB) {
 		/* One image per database name in this process: journals and
 		 * WAL files find their image by the database's name. */
@@ -951,12 +983,8 @@ static int v_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
 	if (!name_ok(name))
 		return SQLITE_IOERR_DELETE;
 	struct node *nd = locked_node(name, image);
-	if (nd) {
-		pthread_mutex_lock(&nd->mu);
-		drop_all(nd);
-		nd->size = -1;
-		pthread_mutex_unlock(&nd->mu);
-	}
+	if (nd)
+		forget(nd);
 	pthread_mutex_unlock(&g_mu);
 	struct urch_opts o = { .image = image };
 	int r = urch_unlink(name, URCH_UR, &o);
