@@ -7,7 +7,8 @@
  * EOF, zero length) reports each op and completes the rest; writes on a
  * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
  * O_DSYNC channels; urch_batch_write_force; urch_unlink removes the file once (then -ENOENT);
- * a NULL channel is -EINVAL to close, engine and fd.
+ * a NULL channel is -EINVAL to close, engine and fd; a UR channel opened
+ * without an image in its options lives in $SFS_IMAGE's image.
  * A configuration the host cannot run (io_uring blocked, no O_DIRECT) is a skipped part. */
 #include <unistd.h>
 #include "test_chan_common.h"
@@ -297,8 +298,30 @@ static void run(const struct cfg *c)
 		CHECK(urch_unlink("a/b", c->engine, &o) == -EINVAL, "%s: unlink a/b", c->label);
 }
 
+/* UR without an image in the options: the image is $SFS_IMAGE (CHANNEL.md). */
+static void image_from_env(void)
+{
+	struct urch *ch;
+	char got[5] = "";
+	int r = sfs_format("env.sfs", 16ull << 20, 0);
+	CHECK(r == 0, "format: %s", strerror(-r));
+	setenv("SFS_IMAGE", "env.sfs", 1);
+	r = urch_open("envf", URCH_CREATE, URCH_UR, &ch);
+	CHECK(r == 0, "open with $SFS_IMAGE: %s", strerror(-r));
+	CHECK(urch_write(ch, "envy", 4, 0) == 4, "write with $SFS_IMAGE");
+	CHECK(urch_close(ch) == 0, "close");
+	unsetenv("SFS_IMAGE");
+	struct urch_opts o = { .image = "env.sfs" };
+	r = urch_open_opts("envf", 0, URCH_UR, &o, &ch);
+	CHECK(r == 0, "the file is not in $SFS_IMAGE's image: %s", strerror(-r));
+	CHECK(urch_read(ch, got, 4, 0) == 4 && !memcmp(got, "envy", 4), "data in $SFS_IMAGE's image");
+	urch_close(ch);
+	printf("ok ur: the image from $SFS_IMAGE\n");
+}
+
 int main(void)
 {
+	image_from_env();
 	model = calloc(NPG, PG);
 	CHECK(model, "malloc");
 	for (unsigned i = 0; i < NCFG; i++) {

@@ -1,7 +1,8 @@
 /* Description: channel byte-range locks on every engine. Two channels of one
  * process contend (exclusive vs shared, shared vs shared, adjacent ranges,
  * len 0 = to the end and beyond, unlocking the middle of a range, close
- * releasing, an exclusive lock on a read-only channel refused, a blocking
+ * releasing, an exclusive lock on a read-only channel refused, a NULL channel
+ * or a range past INT64_MAX refused (-EINVAL) by lock and unlock, a blocking
  * lock in a second thread waking when the holder unlocks). Two processes
  * contend too (host files: OFD locks; UR: the server's locks, the second
  * process a client of the first one's server): try_lock sees the other's
@@ -46,6 +47,13 @@ static void in_process(const struct cfg *c)
 	CHECK(cfg_open(c, URCH_CREATE, 8, &a) == 0, "%s: open a", c->label);
 	CHECK(cfg_open(c, 0, 8, &b) == 0, "%s: open b", c->label);
 
+	/* Arguments outside the promise (urch_lock(3)): -EINVAL, nothing locked. */
+	CHECK(urch_try_lock(NULL, 0, 1, 0) == -EINVAL && urch_unlock(NULL, 0, 1) == -EINVAL,
+	      "%s: NULL channel", c->label);
+	CHECK(urch_try_lock(a, 1ull << 63, 1, 0) == -EINVAL && urch_unlock(a, 1ull << 63, 1) == -EINVAL,
+	      "%s: pos above INT64_MAX", c->label);
+	CHECK(urch_try_lock(a, INT64_MAX, 2, 0) == -EINVAL && urch_unlock(a, INT64_MAX, 2) == -EINVAL,
+	      "%s: pos + len above INT64_MAX", c->label);
 	CHECK(urch_try_lock(a, 0, 100, 0) == 0, "%s: a excl", c->label);
 	r = urch_try_lock(b, 50, 10, 1);
 	CHECK(r == -EAGAIN, "%s: b shared inside a's excl: %d", c->label, r);

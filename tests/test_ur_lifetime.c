@@ -1,12 +1,14 @@
 /* Description: lifetimes of client and server. The server killed mid-run:
- * the client's wait and submit return -EPIPE instead of hanging (within 5 s). The client
+ * the client's wait, submit and buffer unregistration return -EPIPE instead
+ * of hanging (within 5 s). The client
  * SIGKILLed (server idle or busy): the server exits promptly, no orphan (the
  * test is a subreaper and reaps it). A missing server binary: a clear -ENOENT
  * naming simplefs_server. Normal exit reaps the server. A fake server (this
  * program run again as the "server") that answers the start-up with hostile
  * hello values: an err in -4095..-1 comes back as that -errno with the
  * server's message, anything else (-4096, INT32_MIN, a positive number) as
- * -EIO, never as success or a wild value (ABI.md: err is 0 or -errno); a
+ * -EIO, never as success or a wild value (ABI.md: err is 0 or -errno); one
+ * that exits without a hello (-EPIPE, "exited during start-up"); a
  * server that cannot be started (a directory); each failed start leaves no
  * descriptor or region mapping behind. */
 #include <dirent.h>
@@ -115,6 +117,8 @@ static void client_killed(int busy)
  * hello err given in $URTEST_FAKE_ERR and a message that is not terminated. */
 static int fake_server(void)
 {
+	if (!strcmp(getenv("URTEST_FAKE_ERR"), "none"))
+		return 0;               /* exits without a word */
 	struct ur_hello h;
 	memset(&h, 'x', sizeof(h));
 	h.err = (int32_t)strtoll(getenv("URTEST_FAKE_ERR"), NULL, 0);
@@ -122,19 +126,20 @@ static int fake_server(void)
 	return send(UR_FD_LIVE, &h, sizeof(h), 0) == (ssize_t)sizeof(h) ? 0 : 2;
 }
 
-/* Start a ring on the fake server answering err; what the setup returns. */
-static int fake_start(long long err, struct urfs_params *p)
+/* Start a ring (no image) on the server program given, the fake one (this
+ * program) answering with $URTEST_FAKE_ERR = fake: what the setup returns. */
+static int start_on(const char *server, const char *fake, struct urfs_params *p)
 {
-	char v[32];
-	snprintf(v, sizeof(v), "%lld", err);
-	setenv("URTEST_FAKE_ERR", v, 1);
+	if (fake)
+		setenv("URTEST_FAKE_ERR", fake, 1);
 	struct urfs_ring r;
 	memset(p, 0, sizeof(*p));
 	p->flags = URFS_SETUP_NOIMAGE;
-	p->server = "/proc/self/exe";
+	p->server = server;
 	int e = urfs_queue_init_params(8, &r, p);
 	if (e == 0)
 		urfs_queue_exit(&r);
+	unsetenv("URTEST_FAKE_ERR");
 	return e;
 }
 
@@ -171,22 +176,23 @@ static void hostile_hello(void)
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct urfs_params p;
-		int e = fake_start(t[i].err, &p);
+		char v[32];
+		snprintf(v, sizeof(v), "%lld", t[i].err);
+		int e = start_on("/proc/self/exe", v, &p);
 		if (e != t[i].want)
 			FAIL("server hello err %lld: setup returned %d, want %d", t[i].err, e, t[i].want);
 		/* the server's reason, cut to the buffer and terminated */
 		if (strspn(p.errmsg, "x") < 100 || p.errmsg[strspn(p.errmsg, "x")] != '\0')
 			FAIL("server hello err %lld: message '%.40s...' is not the server's", t[i].err, p.errmsg);
 	}
-	unsetenv("URTEST_FAKE_ERR");
-	/* A "server" that cannot be started (a directory passes access(X_OK)). */
+	/* A server that exits before its hello: -EPIPE and why, at once (not the
+	 * start-up timeout's -ETIMEDOUT). */
 	struct urfs_params p;
-	struct urfs_ring r;
-	memset(&p, 0, sizeof(p));
-	p.flags = URFS_SETUP_NOIMAGE;
-	p.server = "/";
-	int e = urfs_queue_init_params(8, &r, &p);
-	if (e >= 0)
+	int e = start_on("/proc/self/exe", "none", &p);
+	if (e != -EPIPE || !strstr(p.errmsg, "exited during start-up"))
+		FAIL("a server that exits without a hello: %d '%s', want -EPIPE", e, p.errmsg);
+	/* A "server" that cannot be started (a directory passes access(X_OK)). */
+	if ((e = start_on("/", NULL, &p)) >= 0)
 		FAIL("a directory as the server started a ring");
 	/* Every failed start gave back what it took. */
 	if (count_fds() != fds0 || count_region_maps() != maps0)
@@ -217,9 +223,15 @@ int main(int argc, char **argv)
 		init(&r, polling ? 1000000 : 0);
 		if (nop(&r) < 0)
 			FAIL("nop");
+		struct iovec bv = { NULL, 4096 };
+		if (urfs_register_buffers(&r, &bv, 1) < 0)
+			FAIL("register");
 		kill(r.server_pid, SIGKILL);
 		double t0 = now();
-		int e = nop(&r);
+		int e = urfs_unregister_buffers(&r);    /* first: nothing else queued */
+		if (e != -EPIPE)
+			FAIL("unregister after death: %d, want -EPIPE", e);
+		e = nop(&r);
 		if (e != -EPIPE)
 			FAIL("nop after server death: %d (%s), want -EPIPE", e, strerror(-e));
 		struct urfs_sqe *sqe = urfs_get_sqe(&r);

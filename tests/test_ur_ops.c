@@ -2,7 +2,8 @@
  * flags, read/write at offsets and at the file position, append, readv/writev
  * mixing region and ordinary buffers, fixed buffers, fsync, ftruncate, statx
  * by handle and by name, unlink, close), linked chains cancelled with
- * -ECANCELED (error, short read and short readv), drain, and every malformed SQE class
+ * -ECANCELED (error, short read and short readv; a link whose result is 0
+ * goes on), drain, and every malformed SQE class
  * (opcode, flags, reserved bits, fd, buffer index, address/length ranges with
  * overflow, offset, iovec count and ranges, names, statx output, registration,
  * a registration of 0 or more than UR_MAX_BUFS buffers)
@@ -263,6 +264,12 @@ int main(void)
 	run(2, res);
 	expect(res[0], 2, "chain w"); expect(res[1], 2, "chain r");
 	if (memcmp(buf2, "QQ", 2)) FAIL("chain data");
+	/* links whose result is 0 (a NOP, an FSYNC) succeeded: the chain goes on */
+	s = sqe_n(0); urfs_prep_nop(s); SET(s, 0); urfs_sqe_set_flags(s, URFS_IOSQE_IO_LINK);
+	s = sqe_n(1); urfs_prep_fsync(s, fd, 0); SET(s, 1); urfs_sqe_set_flags(s, URFS_IOSQE_IO_LINK);
+	s = sqe_n(2); urfs_prep_read(s, fd, buf2, 2, 10); SET(s, 2);
+	run(3, res);
+	expect(res[0], 0, "chain nop"); expect(res[1], 0, "chain fsync after nop"); expect(res[2], 2, "chain read after fsync");
 
 	/* a chain may span submissions: the link state carries over */
 	s = sqe_n(0); urfs_prep_read(s, 9999, buf2, 1, 0); SET(s, 0); urfs_sqe_set_flags(s, URFS_IOSQE_IO_LINK);

@@ -7,7 +7,8 @@
  * exceed 32768, fewer CQ than SQ entries, rings outside the region, misaligned
  * or overlapping, and a misaligned data area or one (or its buffers) outside its bounds each get -EINVAL and a reason, and
  * the server exits instead of serving. Run by hand, --help prints the usage
- * (exit 0) and an unknown option gets it on stderr (exit 2). */
+ * (exit 0) and an unknown option gets it on stderr (exit 2); --check of a
+ * good image exits 0, of a missing one 1 with the reason. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -140,6 +141,18 @@ static void usage_text(void)
 	if (st != 2 || !strstr(out, "usage: simplefs_server"))
 		FAIL("an unknown option: exit %d, stderr '%.200s', want 2 and the usage", st, out);
 	printf("usage: on stdout for --help (exit 0), on stderr for a bad option (exit 2)\n");
+	/* --check mounts the image, reports and exits: 0 for a good one, 1 and
+	 * the reason on stderr for one that cannot be mounted. */
+	int e = sfs_format("chk.sfs", 16ull << 20, 0);
+	if (e < 0)
+		FAIL("format: %s", strerror(-e));
+	st = server_says("--check --image chk.sfs", 1, out, sizeof(out));
+	if (st != 0 || !strstr(out, "mounted and unmounted cleanly"))
+		FAIL("--check of a good image: exit %d, stdout '%.200s'", st, out);
+	st = server_says("--check --image no-such.sfs", 2, out, sizeof(out));
+	if (st != 1 || !strstr(out, "simplefs_server: no-such.sfs: "))
+		FAIL("--check of a missing image: exit %d, stderr '%.200s', want 1 and the reason", st, out);
+	printf("--check: a good image mounts and unmounts (exit 0), a missing one: %s", out);
 }
 
 int main(void)
