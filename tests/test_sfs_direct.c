@@ -2,7 +2,8 @@
  * unaligned and aligned reads and writes at random offsets and lengths
  * (1 byte to 300 KiB, crossing block edges, growing and overwriting, truncates)
  * through a direct mount agree byte for byte with a memory model, and with a
- * normal mount of the same image afterwards; sfs_image_fd reports O_DIRECT.
+ * normal mount of the same image afterwards; sfs_image_fd reports O_DIRECT;
+ * a direct mount of a missing image says ENOENT (not "O_DIRECT not supported").
  * Skips where the file system of the test directory refuses O_DIRECT.
  *
  * It must never compare the library with itself.
@@ -62,6 +63,12 @@ int main(void)
 	struct sfs *fs;
 	char err[256] = "";
 	int fd[NF], r, direct = 0;
+
+	/* A direct mount that fails for another reason than O_DIRECT says that
+	 * reason (a missing image: ENOENT and its message). */
+	CHECK_EQ(sfs_mount("missing.sfs", SFS_MOUNT_DIRECT, &fs, err, sizeof err), -ENOENT);
+	if (strcmp(err, strerror(ENOENT)))
+		FAIL("direct mount of a missing image: \"%s\"", err);
 
 	/* Does this directory take O_DIRECT at all? (probed apart from SimpleFS) */
 	if (!tu_have_odirect(".", err, sizeof err)) {
