@@ -1,31 +1,34 @@
 /* Description: O_DIRECT files through the drop-in, in all three modes: 32 aligned 4 KiB reads in
  * flight at once (and 8 writes) on a file opened O_DIRECT give pread's bytes; emulated, they go
- * through the kernel's native AIO (the process then maps an AIO ring: "/[aio]" in
- * /proc/self/maps), not through a thread per I/O. F_SETFL clearing O_DIRECT makes an unaligned
- * read work, and the fd's number turned into a pipe (dup2) between submissions is read as the
- * pipe (waiting for its data), not sent to AIO. Skips a mode's work if the file system here
- * refuses O_DIRECT. */
+ * through the kernel's native AIO (the process then maps an AIO ring: "/[aio]" in /proc/self/maps;
+ * one AIO context per ring, however many submissions used it), not through a thread per I/O.
+ * F_SETFL clearing O_DIRECT makes an unaligned read work, and the fd's number turned into a pipe
+ * (dup2) between submissions is read as the pipe (waiting for its data), not sent to AIO. Skips a
+ * mode's work if the file system here refuses O_DIRECT.
+ */
 #include "test_uring.h"
 #include <fcntl.h>
 
 #define BS 4096
 #define NR 32
 
-static int maps_have_aio(void)
+/* AIO rings mapped in this process: one per AIO context */
+static int maps_aio(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[512];
-	int found = 0;
+	int n = 0;
 	CHECK(f);
 	while (fgets(line, sizeof line, f))
 		if (strstr(line, "/[aio]"))
-			found = 1;
+			n++;
 	fclose(f);
-	return found;
+	return n;
 }
 
 static void body(void)
 {
+	alarm(30);                       /* a wait that never ends (a lost AIO completion) fails */
 	struct io_uring ring;
 	CHECK_EQ(io_uring_queue_init(64, &ring, 0), 0);
 	tu_uring_check_mode(&ring);
@@ -64,7 +67,7 @@ static void body(void)
 		CHECK(memcmp(buf + i * BS, data + blk * BS, BS) == 0);
 	}
 	if (tu_mode != TU_KERNEL)
-		CHECK(maps_have_aio());
+		CHECK_EQ(maps_aio(), 1);
 	/* writes, then read back with pread */
 	for (int i = 0; i < 8; i++) {
 		memset(buf + i * BS, 'A' + i, BS);
@@ -102,6 +105,8 @@ static void body(void)
 	CHECK_EQ(io_uring_submit(&ring), 1);
 	tu_reap(&ring, c, 1);
 	CHECK_EQ(c[0].res, BS);
+	/* one AIO context for the ring, made on first use, whatever the submissions since */
+	CHECK_EQ(maps_aio(), tu_mode != TU_KERNEL);
 	/* the number, known O_DIRECT, becomes an empty pipe (dup2) before the next submission: a
 	 * READ at an offset waits for the pipe's data (emulated: the cached O_DIRECT is asked
 	 * again in each submission; kernel AIO would block the submit on a pipe) */
