@@ -19,7 +19,7 @@
  * NOP's ioprio; RECVMSG's and SENDMSG's off and splice_fd_in, OPENAT2's buf_index, CONNECT's len, flags,
  * buf_index and splice_fd_in, SOCKET's flags, buf_index and addr, the addr of FSYNC, SYNC_FILE_RANGE,
  * POLL_ADD, SHUTDOWN and TEE, a TIMEOUT's or LINK_TIMEOUT's addr3 and __pad2; a direct ACCEPT, OPENAT
- * or OPENAT2 with close-on-exec), a read's ioprio class 0 with a level -EINVAL, with only a hint fine; MADVISE takes
+ * or OPENAT2 with close-on-exec), a read's ioprio class 0 with a level -EINVAL, with only a hint fine (best-effort with a level too), a class above 3 -EINVAL; MADVISE takes
  * its length from off, FADVISE from addr, when set; a multishot POLL_ADD of a file that cannot be
  * polled with none of its events ready is -EINVAL; IOSQE_BUFFER_SELECT on an op that takes no
  * provided buffer is -EOPNOTSUPP (before the personality); an ASYNC_CANCEL or sync cancel of ALL
@@ -28,7 +28,9 @@
  * ignored by ops that take no file (TIMEOUT_REMOVE: -EINVAL); EPOLL_CTL reads its event (-EFAULT) before it
  * looks at the epoll fd (-EBADF); a registered buffer with a NULL base (an empty slot) may not
  * carry a tag (-EINVAL), untagged it is fine; io-wq's CPU affinity is set to this process's CPUs
- * and taken back (io_uring_unregister_iowq_aff: 0). */
+ * and taken back (io_uring_unregister_iowq_aff: 0); registering more files than RLIMIT_NOFILE is
+ * -EMFILE, and io_uring_register_files raises the soft limit and succeeds (where the hard limit
+ * allows 128 files; else that step counts a SKIP-PART). */
 #include "test_uring.h"
 #include "parts.h"
 #include <fcntl.h>
@@ -37,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static volatile sig_atomic_t sigpipes;
@@ -462,15 +465,17 @@ static void body(void)
 		tu_next(&ring, &zc);
 		CHECK_EQ(zc.res, zc.user_data == 71 ? -ECANCELED : -EINVAL);
 	}
-	/* a read's ioprio: class 0 with a level is -EINVAL, a hint alone (bits 3-12) is fine */
-	s = tu_sqe(&ring);
-	io_uring_prep_read(s, fd, buf, 4, 0);
-	s->ioprio = 1;
-	CHECK_EQ(res(&ring), -EINVAL);
-	s = tu_sqe(&ring);
-	io_uring_prep_read(s, fd, buf, 4, 0);
-	s->ioprio = 8;
-	CHECK_EQ(res(&ring), 4);
+	/* a read's ioprio (class in bits 13-15, level in 0-2): class 0 with a level is -EINVAL, a
+	 * hint alone (bits 3-12) is fine, best-effort (2) level 4 fine, a class above 3 -EINVAL */
+	static const struct { uint16_t prio; int res; } prios[] = {
+		{ 1, -EINVAL }, { 8, 4 }, { (2 << 13) | 4, 4 }, { 5 << 13, -EINVAL },
+	};
+	for (unsigned i = 0; i < sizeof prios / sizeof prios[0]; i++) {
+		s = tu_sqe(&ring);
+		io_uring_prep_read(s, fd, buf, 4, 0);
+		s->ioprio = prios[i].prio;
+		CHECK_EQ(res(&ring), prios[i].res);
+	}
 	/* MADVISE's length is off when set, FADVISE's addr (64-bit lengths, Linux 6.7) */
 	char *m2 = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(m2 != MAP_FAILED);
@@ -611,6 +616,25 @@ static void body(void)
 	CHECK_EQ(io_uring_register_buffers_tags(&ring, &none, &tag, 1), 0);
 	CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
 
+	/* more files than RLIMIT_NOFILE allows: io_uring_register is -EMFILE (the kernel's check),
+	 * io_uring_register_files raises the soft limit, as liburing's does, and registers them */
+	struct rlimit rl0, rl;
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl0), 0);
+	if (rl0.rlim_max >= 128) {
+		int empty[100];
+		for (int i = 0; i < 100; i++)
+			empty[i] = -1;
+		rl = rl0;
+		rl.rlim_cur = 64;
+		CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+		CHECK_EQ(io_uring_register((unsigned)ring.ring_fd, IORING_REGISTER_FILES, empty, 100), -EMFILE);
+		CHECK_EQ(io_uring_register_files(&ring, empty, 100), 0);
+		CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+		CHECK(rl.rlim_cur >= 100);
+		CHECK_EQ(io_uring_unregister_files(&ring), 0);
+		CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl0), 0);
+	}
+
 	/* io-wq affinity: set (the CPUs this process may use), then taken back */
 	cpu_set_t cpus;
 	CHECK_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
@@ -628,6 +652,11 @@ static void body(void)
 int main(void)
 {
 	char why[256];
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_max >= 128)
+		tu_part_ran("RLIMIT_NOFILE", "more files registered than the soft limit");
+	else
+		tu_part_skip("RLIMIT_NOFILE", "more files registered than the soft limit", "hard limit under 128");
 	have_odirect = tu_have_odirect("/tmp", why, sizeof why);
 	if (have_odirect)
 		tu_part_ran("O_DIRECT", "a stale O_DIRECT number that is a socket now");

@@ -3,9 +3,13 @@
  * ring and closed it, the parent registers files again (emulated, a table change is refused only
  * while another process uses the ring: docs/DROPIN.md, Sharing across fork), a cancel that finds
  * nothing is -ENOENT, and the ring goes on (a NOP). The child sits in a barrier meanwhile, alive:
- * its slot must have been freed when it left, not when it dies. And a child that closes an
- * IORING_SETUP_SQPOLL ring it inherited returns from io_uring_queue_exit (the poller thread is
- * the parent's: the child has none to stop) within 10 s, and the parent's ring goes on. */
+ * its slot must have been freed when it left, not when it dies. Once a second child, forked from
+ * the shared ring, has used it and exited, the parent alone registers files again and closes the
+ * ring (io_uring_queue_exit returns: a fork of a ring shared already takes no second slot for the
+ * parent, which no listener would serve). And a child that closes an IORING_SETUP_SQPOLL ring it
+ * inherited returns from io_uring_queue_exit (the poller thread is the parent's: the child has
+ * none to stop) within 10 s, and the parent's ring goes on.
+ */
 #include "test_uring.h"
 #include <pthread.h>
 #include <signal.h>
@@ -66,6 +70,7 @@ static void sqpoll_child_exit(void)
 
 static void body(void)
 {
+	alarm(30);                                /* a hang (in io_uring_queue_exit) fails the mode */
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(sh != MAP_FAILED);
 	tu_pbarrier_init(&sh->b, 2);
@@ -97,6 +102,18 @@ static void body(void)
 	nop(4);
 	tu_pbarrier(&sh->b);                      /* B2 */
 	tu_child_ok(pid);
+	/* a second fork of the ring, shared already: that child uses it and exits; the parent,
+	 * alone again, registers files */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		nop(7);
+		exit(0);
+	}
+	child_ends(pid);
+	CHECK_EQ(io_uring_register_files(&sh->ring, &fd, 1), 0);
+	CHECK_EQ(io_uring_unregister_files(&sh->ring), 0);
 	tu_none(&sh->ring);
 	close(fd);
 	io_uring_queue_exit(&sh->ring);

@@ -1,15 +1,17 @@
-/* Description: waiting for events in the drop-in, in all three modes: POLL_ADD on an empty
- * socket completes with POLLIN only after data arrives (and POLL_REMOVE cancels another), a RECV
- * queued before the data and a SEND complete with the bytes, ACCEPT and CONNECT meet on a
- * localhost TCP listener, a registered eventfd is signalled on completions, poll(ring_fd) says
- * readable once a CQE is pending (the ring fd's documented behaviour), and a RECV into a
- * provided buffer (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags; a ring fd closed
- * by hand and its number reused is a plain fd again (CLOSE works on it; emulated, queue_exit
- * leaves it open); a dup() of a ring fd works as the ring after the original is closed, and
- * after io_uring_queue_exit neither number is taken for the ring (a file put there is no ring);
- * SENDMSG and RECVMSG use the caller's msghdr and all of its iovecs (msg_iovlen), a RECVMSG
- * that waits for its data from the copy taken at submission (the caller's header and iovecs
- * may change after io_uring_submit: IORING_FEAT_SUBMIT_STABLE). */
+/* Description: waiting for events in the drop-in, in all three modes: POLL_ADD on an empty socket
+ * completes with POLLIN only after data arrives (and POLL_REMOVE cancels another), a RECV queued
+ * before the data and a SEND complete with the bytes, ACCEPT and CONNECT meet on a localhost TCP
+ * listener, a registered eventfd is signalled on completions, poll(ring_fd) says readable once a
+ * CQE is pending (the ring fd's documented behaviour), and a RECV into a provided buffer
+ * (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags; a ring fd closed by hand and its
+ * number reused is a plain fd again (CLOSE works on it; emulated, queue_exit leaves it open); a
+ * dup() of a ring fd works as the ring after the original is closed, and after io_uring_queue_exit
+ * neither number is taken for the ring (a file put there is no ring); SENDMSG and RECVMSG use the
+ * caller's msghdr and all of its iovecs (msg_iovlen), a RECVMSG that waits for its data from the
+ * copy taken at submission (the caller's header and iovecs may change after io_uring_submit:
+ * IORING_FEAT_SUBMIT_STABLE), and a RECVMSG with MSG_WAITALL that got part of its bytes goes on
+ * into the rest of its iovecs, taking no more than they hold.
+ */
 #include "test_uring.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -57,6 +59,26 @@ static void msg_iovecs(struct io_uring *ring)
 	CHECK_EQ(tu_find(c, 2, 60)->res, 6);
 	CHECK(memcmp(r0, "ab", 2) == 0);
 	CHECK(memcmp(r1, "cdef", 4) == 0);
+
+	/* RECVMSG with MSG_WAITALL into 4 + 4 bytes: 5 arrive, then 6; it takes 8 in order and
+	 * leaves the last 3 in the socket */
+	char w0[4], w1[4], rest[8];
+	struct iovec wiov[2] = { { w0, 4 }, { w1, 4 } };
+	struct msghdr wm = { .msg_iov = wiov, .msg_iovlen = 2 };
+	s = tu_sqe(ring);
+	io_uring_prep_recvmsg(s, sv[0], &wm, MSG_WAITALL);
+	s->user_data = 62;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	CHECK_EQ(write(sv[1], "abcde", 5), 5);
+	tu_none(ring);                          /* 5 of 8: it waits for the rest */
+	CHECK_EQ(write(sv[1], "fghXYZ", 6), 6);
+	tu_reap(ring, c, 1);
+	CHECK_EQ(c[0].user_data, 62);
+	CHECK_EQ(c[0].res, 8);
+	CHECK(memcmp(w0, "abcd", 4) == 0);
+	CHECK(memcmp(w1, "efgh", 4) == 0);
+	CHECK_EQ(read(sv[0], rest, sizeof rest), 3);
+	CHECK(memcmp(rest, "XYZ", 3) == 0);
 	close(sv[0]);
 	close(sv[1]);
 }

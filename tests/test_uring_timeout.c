@@ -1,13 +1,13 @@
 /* Description: time in the drop-in, in all three modes: io_uring_wait_cqe_timeout returns -ETIME
  * when nothing completes (also with a stale errno of EINTR, and without IORING_FEAT_EXT_ARG,
- * through a TIMEOUT SQE of the library's) and sleeps meanwhile (300 ms of waiting cost under
- * 0.1 s of CPU), TIMEOUT expires with -ETIME, a TIMEOUT with a count completes
- * with 0 once that many other requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED)
- * and answers -ENOENT for an unknown one, LINK_TIMEOUT cancels a pipe read that never completes
- * (read -ECANCELED, timeout -ETIME, not before its time) and is itself cancelled when the read
- * wins, at once or after the read waited (a linked timeout armed on a waiting request fires at its
- * deadline, not when it is armed), and ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0)
- * or answers -ENOENT.
+ * through a TIMEOUT SQE of the library's) and sleeps meanwhile (300 ms of waiting cost under 0.1 s
+ * of CPU), TIMEOUT expires with -ETIME, a TIMEOUT with a count completes with 0 once that many
+ * other requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED) and answers -ENOENT for
+ * an unknown one, LINK_TIMEOUT cancels a pipe read that never completes (read -ECANCELED, timeout
+ * -ETIME, not before its time) and is itself cancelled when the read wins, at once or after the
+ * read waited (a linked timeout armed on a waiting request fires at its deadline, not when it is
+ * armed), a LINK_TIMEOUT linked to nothing fails its preparation (-EINVAL: the submission stops
+ * there), and ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0) or answers -ENOENT.
  * Serial: bounds a waiting thread's own CPU time (tests/run.sh runs it alone).
  */
 #include "test_uring.h"
@@ -142,6 +142,23 @@ static void body(void)
 	CHECK_EQ(tu_find(c, 2, 24)->res, 4);
 	CHECK_EQ(tu_find(c, 2, 25)->res, -ECANCELED);
 	CHECK(memcmp(buf, "wait", 4) == 0);
+
+	/* a LINK_TIMEOUT with no linked request before it guards nothing: it fails its preparation
+	 * (-EINVAL), so the submission stops there (no IORING_SETUP_SUBMIT_ALL): the NOP after it
+	 * stays in the SQ for the next submit */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_link_timeout(s, &t50, 0);
+	s->user_data = 26;
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_nop(s);
+	s->user_data = 27;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_next(&ring, &c[0]);
+	CHECK_EQ(c[0].user_data, 26);
+	CHECK_EQ(c[0].res, -EINVAL);
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_next(&ring, &c[0]);
+	CHECK_EQ(c[0].user_data, 27);
 
 	/* LINK_TIMEOUT loses: data is there, the timeout is cancelled */
 	CHECK_EQ(write(p[1], "abc", 3), 3);
