@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Makefile - builds SimpleFS (libsfs.a), simplefs_server, libur_fs.so, the
 # liburing drop-in (uring/liburing.so.2), the tools, bench and the tests. Sources are found by directory, so a new file in a layer's
 # directory needs no edit here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_server.c - libFuzzer target over simplefs_server's SQE path: each input
  * plays a hostile client on a region the server serves in-process, over a

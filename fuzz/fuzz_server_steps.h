@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_server_steps.h - what one fuzz input does to simplefs_server's
  * dispatch loop, shared by the libFuzzer target (fuzz/fuzz_server.c) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_sfs.c - libFuzzer target over SimpleFS: every input is an image (the
  * start of one, zero-filled to 4 MiB) put through fsck, repair, mount and a

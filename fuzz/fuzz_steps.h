@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_steps.h - the steps one fuzz input goes through, shared by the
  * libFuzzer target (fuzz/fuzz_sfs.c) and the corpus replay test

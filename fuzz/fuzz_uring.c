@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_uring.c - libFuzzer target over the liburing drop-in's emulated ring
  * (src/uring/, compiled in, URING_EMULATE=1): each input sets up a ring and

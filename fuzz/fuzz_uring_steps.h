@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_uring_steps.h - what one fuzz input does to the liburing drop-in's
  * emulated ring (src/uring/), shared by the libFuzzer target (fuzz/fuzz_uring.c,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # fuzz/make_corpus.sh - regenerates the seed corpus in fuzz/corpus with the sfs
 # tool: small valid 1 MiB images (the size the fuzz harness zero-fills every
 # input to), each cut after its last used block, since the rest is zeros.

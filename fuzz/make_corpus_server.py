@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 # fuzz/make_corpus_server.py - writes the seed corpus of the server fuzzer
 # (fuzz/corpus_server) in the input format fuzz/fuzz_server_steps.h defines:
 # a few well-formed client sessions (open, write, read, fsync, statx,

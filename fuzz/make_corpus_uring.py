@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 # fuzz/make_corpus_uring.py - writes the seed corpus of the drop-in fuzzer
 # (fuzz/corpus-uring) in the input format fuzz/fuzz_uring_steps.h defines: a
 # few well-formed sessions per opcode family (reads/writes, vectored and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sfs.h - SimpleFS, a FAT-like, crash-safe file system inside one image file.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ur_abi.h - the shared-memory ABI between a client (libur_fs.so) and its
  * simplefs_server: the one header both sides include, and nothing else of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ur_chan.h - channels: positional page I/O for database engines, over the
  * kernel's io_uring (URCH_IO_URING, host files), this project's engine

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ur_fs.h - libur_fs: io_uring in user space, on a SimpleFS image.
  *

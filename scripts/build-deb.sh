@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/build-deb.sh - `make deb`: builds the Debian packages (debian/) with
 # dpkg-buildpackage on a copy of the tree, so the tree's own build (./sfs,
 # obj/) is left alone and nothing is written outside $O/deb; then runs lintian

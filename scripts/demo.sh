@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/demo.sh - the main job (`make run`): on the default image (disk.sfs,
 # or $SFS_IMAGE), write a file through the user-space ring, read it back with
 # cat_ur, list the image, then run the default benchmark.

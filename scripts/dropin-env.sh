@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # scripts/dropin-env.sh - sourced by the scripts that run programs against the
 # liburing drop-in (liburing-tests.sh, plocate-dropin.sh).
 # dropin_env DIR: prints the environment assignments (for env) that a program

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/fio-check.sh - cross-checks bench's host engines against fio on the
 # same file and workload: 4 KiB random reads of a 32 MiB file, time based,
 # psync at qd 1 and io_uring / libaio / posixaio at qd 64 (fio submits up to

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/install-deps.sh - installs what the project needs to build, test and
 # benchmark, from Debian's packages. Runs apt-get as root (or through sudo);
 # does nothing when everything is already there.

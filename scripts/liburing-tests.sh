@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # scripts/liburing-tests.sh - proof 1 of the liburing drop-in (issue 9): runs
 # liburing 2.3's own tests and examples, built unchanged from Debian's source
 # package against Debian's installed liburing.h and linked with -luring, so that

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # scripts/mariadb-sysbench.sh - MariaDB through the liburing drop-in (issue 11):
 # Debian's unchanged mariadbd (it links liburing.so.2) on a private, scratch
 # datadir, measured with sysbench oltp_read_write and oltp_read_only under four

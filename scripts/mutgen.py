@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/mutgen.py - mutants that nobody chose: makes mutants mechanically from the C
 sources of src/ with the classic operators, runs a seeded random sample of them against the
 tests of the mutated file's area, and reports the mutation score per directory.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # scripts/plocate-dropin.sh - proof 2 of the liburing drop-in (issue 9): Debian's
 # plocate, an unchanged binary that links liburing.so.2, run with the kernel's
 # io_uring blocked (noring) and the drop-in in LD_LIBRARY_PATH, prints the same

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/plot-data.sh - the measurements behind docs/BENCHMARKS.md, in one
 # command: the default run, a queue-depth series and a block-size series for
 # every engine (buffered and O_DIRECT), each saved as JSON, then the plots.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/plot-db.sh - plots of `bench db --csv FILE`: pages per ms against the
 # batch size for page writes and random page reads (loops and channel
 # batches; one-at-a-time runs left out), as OUTDIR/db_write.svg and

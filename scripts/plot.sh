@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/plot.sh - plots from bench's JSON (bench ... --json FILE) with jq and
 # gnuplot, as SVG and PNG, one line per engine (and buffering mode):
 #   iops_vs_qd      4 KiB random read IOPS against queue depth

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/speedtest1.sh - SQLite's own benchmark, speedtest1, on the default
 # unix VFS (a host file) and on the urfs VFS (a file inside a SimpleFS image,
 # src/sqlite/), in rollback (DELETE) and WAL mode, synchronous=FULL; the same

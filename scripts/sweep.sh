@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/sweep.sh - docs/results/sweep.md in one command: `bench sweep` (the
 # original benchmark's three tables for every engine, buffered and O_DIRECT,
 # about 15 minutes on 2 CPUs) as Markdown, JSON and CSV, then its plots

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/test-deb.sh - the Debian packages' life cycle, as root: installs the
 # packages `make deb` built (apt-get install ./x.deb; urfs-uring first on its
 # own, as it needs none of the others), uses them the way

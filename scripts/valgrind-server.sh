@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/valgrind-server.sh - runs simplefs_server under valgrind, for the CI
 # valgrind pass (UR_SERVER points here; tests/run.sh sets it from
 # TEST_UR_SERVER). Each server's report goes to $VG_LOGDIR/server.PID.log; an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * crash_trace.h - the trace format of the file-device crash layer, shared by
  * its recorder (tests/lib/crashrec.c, LD_PRELOADed into the program under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_replay.h: the loop of the corpus replay tests (test_ur_fuzz_corpus,
  * test_uring_fuzz_corpus): every file of $UR_SRCDIR/fuzz/<corpus> handed to the
  * test's function for one input. Header only; include it after the FAIL macro

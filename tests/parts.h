@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* parts.h: how a test reports a part it ran or could not run, for tests/run.sh.
  * A part is a piece of a test that needs something the host may lack (the kernel's io_uring,
  * O_DIRECT on the test directory, a seccomp filter). The runner counts every "SKIP-PART:"

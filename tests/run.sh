@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/run.sh - runs every test program under $O/obj/t, each in a fresh
 # temporary directory, with a time limit. A test exits 0 (pass), 77 (skip) or
 # anything else (fail). A passing test may have parts it could not run (no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: `bench db` (the channel page patterns, docs/CHANNEL.md) runs
  * end to end on a small file and takes its image as `bench run` does: from
  * --image, else $SFS_IMAGE (made when missing, never remade), else its own

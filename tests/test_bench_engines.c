@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: every bench engine (sfs, ur, ur:fixedbufs, psync, io_uring
  * with and without fixedbufs/regfiles, the liburing drop-in emulated (dropin,
  * also with fixedbufs/regfiles), libaio, posixaio) writes and reads a

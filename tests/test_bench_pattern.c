@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: bench's random pattern is a seeded permutation that covers
  * every block of the file exactly once per pass, is the same for the same
  * seed and different for another, and the sequential pattern is in order;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: bench sweep's progress lines ("[k/N] Ts elapsed, about Rs
  * left") go to stderr only when stderr is a terminal or --progress asks, and
  * never to stdout: with stdout and stderr captured to files there are none

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: bench's JSON and CSV carry every job, OK and skipped alike:
  * the JSON is well formed (balanced, no nan/inf, every job with its status,
  * reason and median figures), a skipped job has no figures but its reason,

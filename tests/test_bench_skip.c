@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: an engine that cannot run here is reported as skipped with
  * its reason, never crashed on: io_uring blocked by a seccomp filter (as in
  * Docker), a NOP job on an engine without NOP, a missing directory, the ur

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: bench's stamp check catches a corrupted block: a single bad
  * byte in a stamp, a block from another offset, a zeroed block and a wrong
  * seed are all rejected, and a benchmark run over a host file with one

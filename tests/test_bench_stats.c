@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: bench's statistics are right on known data: median of odd
  * and even counts, interpolated percentiles, min/max, IQR; the latency
  * histogram's buckets stay within 1.6% and its percentiles and mean match

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: `bench sweep` writes the original benchmark's three tables for
  * every engine and honours its conditions rule:
  * - the tables of a planned grid filled with planted results: every table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: bench's syscall counter (perf_event_open on the
  * raw_syscalls:sys_enter tracepoint, inherited) counts 1000 getppid calls
  * as about 1000, and counts a live child's syscalls before it exits (as it

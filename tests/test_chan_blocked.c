@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: io_uring blocked the way containers block it (a seccomp filter
  * making io_uring_setup fail with EPERM, as Docker's default profile does, or
  * ENOSYS): urch_open with URCH_IO_URING returns that error, leaks nothing and

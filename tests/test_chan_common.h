@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_chan_common.h - helpers shared by tests/test_chan_*.c: the table of
  * channel configurations every test runs against (each engine, buffered and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a ur channel whose simplefs_server dies (SIGKILL) does not
  * hang: a batch returns -EPIPE and every op carries an error (none reports
  * success), so does a batch with its force (zero-length writes too: a force

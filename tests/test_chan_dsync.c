@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a ur channel opened URCH_DSYNC makes each write durable before
  * the call returns (SimpleFS has no O_DSYNC: the channel sends an FSYNC, which
  * commits): data written through urch_write, urch_write_fully and

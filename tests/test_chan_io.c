@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: channel I/O on every engine (psync, io_uring, ur; buffered and
  * O_DIRECT). Data written through a channel (single ops, *_fully, batches
  * streamed through an 8-entry ring, registered buffers) reads back byte-exact

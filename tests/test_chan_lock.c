@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: channel byte-range locks on every engine. Two channels of one
  * process contend (exclusive vs shared, shared vs shared, adjacent ranges,
  * len 0 = to the end and beyond, unlocking the middle of a range, close

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: urch_lock_timeout on every engine (issue 27, item 5). UR
  * (the server's locks) and UR opened URCH_EXCL (locks kept in the process):
  * against another channel's lock, a 150 ms timeout returns -ETIMEDOUT no

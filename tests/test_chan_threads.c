@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: channels used from several threads at once, one channel per
  * thread, on every engine: four threads each stream batches of writes and
  * reads of their own file (for ur all four files are in one image, so the

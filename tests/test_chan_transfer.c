@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: transfer_to / transfer_from between channels of every pair of
  * engines (psync, io_uring, ur; host to host uses copy_file_range, anything
  * with an image file copies through the channels): a range from the middle

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_crash_dev.h - the reordering crash device of the crash tests, after
  * SQLite's test6.c: reads see every write; a sync makes the writes before it

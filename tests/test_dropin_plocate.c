@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: proof 2 of the liburing drop-in (issue 9): Debian's plocate, an
  * unchanged binary linking liburing.so.2, run under noring (the kernel's
  * io_uring blocked) with the drop-in ($UR_BIN/uring/) in LD_LIBRARY_PATH,

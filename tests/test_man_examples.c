@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the complete programs in the section 3 pages' EXAMPLES (every
  * .EX/.EE block of $UR_SRCDIR/man/man3 that has a main) are true to the code:
  * each, with its roff escapes undone, compiles warning-free (-Wall -Wextra

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the manual is complete and clean. Every symbol libur_fs.so
  * exports (its dynamic symbol table, `nm -D`, and the global list of
  * src/lib/libur_fs.map) and every function or function-like macro the public

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: README's examples for users do what README says, run as
  * README gives them (each line taken from README.md itself, from a directory
  * where ./sfs, ./cat_ur, ./noring, ./urfs-uring and ./liburfs_sqlite.so are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS block allocation: block counts per file, free-space
  * accounting (file blocks + free == data blocks), freed blocks reused (a disk
  * filled, emptied and filled again), contiguous allocation of a sequential

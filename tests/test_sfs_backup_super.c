@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the backup superblock (docs/FORMAT.md "Backup superblock").
  * Format writes a copy of the superblock in the image's last block. Every one of
  * the 32768 bits of the primary superblock - magic, geometry, informational and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS basics - format, mount, create/write/read/seek/pread/pwrite,
  * remount persistence, stat, statfs, readdir, unlink (also while open), truncate,
  * holes, lock (-EBUSY naming the pid), fsck clean, memory device, reused blocks read

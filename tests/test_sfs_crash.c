@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS crash safety, SQLite-style: a fixed scenario of
  * creates, small and large writes, appends, overwrites, truncates down and up,
  * removes (one of an open file, one followed at once by new allocations),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: crash safety on the real image file, SQLite-style. Programs run
  * on an image file with libcrashrec.so preloaded (tests/lib/crashrec.c), which
  * records every pwrite, hole punch, O_DIRECT AIO write and fdatasync/fsync of

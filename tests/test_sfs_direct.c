@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS with SFS_MOUNT_DIRECT (the image opened O_DIRECT):
  * unaligned and aligned reads and writes at random offsets and lengths
  * (1 byte to 300 KiB, crossing block edges, growing and overwriting, truncates)

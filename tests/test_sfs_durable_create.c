@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: durable creation. sfs_format (sfs mkfs, the server's --create, a
  * mount with SFS_MOUNT_CREATE) must leave an image that survives a power cut: the
  * superblock is written, then the image is fsynced (its size and inode, not only

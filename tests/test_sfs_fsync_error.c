@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: device errors come back, and stay. On a device whose sync or
  * write fails with -EIO: sfs_file_fsync returns the error (never 0 for data
  * that may not be durable), whether it had metadata to commit or only data

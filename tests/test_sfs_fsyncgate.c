@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a failed fsync stays failed (PostgreSQL's "fsyncgate"). The
  * kernel reports a failed write-back of the image once: the next fdatasync
  * returns 0 although the data never reached the disk. SimpleFS remembers:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS disk full on a small image: a write larger than the
  * free space stores exactly what fits and returns that partial count, the
  * next write fails with -ENOSPC, unaligned writes fill to the last byte of

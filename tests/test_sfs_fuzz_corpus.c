@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: replays every file of the committed fuzz seed corpus
  * ($UR_SRCDIR/fuzz/corpus) through the fuzz target's steps (fuzz/fuzz_steps.h:
  * fsck, fsck -y, mount, read everything, write, truncate, unlink, sync,

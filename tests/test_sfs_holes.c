@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS holes and truncation: seek past the end then write
  * (the gap reads as zeros), reads at and past EOF, truncate down and up
  * (zeros after re-extending, never the old bytes, within a block and across

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS against damaged and hostile images, corrupted by hand
  * from docs/FORMAT.md: bad magic, unknown version, bad superblock checksum,
  * impossible geometry, geometry bigger than the device/file, truncated and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS with many files written interleaved: 48 files, each
  * open once, grown by random-sized writes (1 byte to 40 KiB) in random order,
  * plus random overwrites, positional writes and sequential-cursor writes, with

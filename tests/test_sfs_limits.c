@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS limits and their errors: names of 63 bytes work, 64
  * give -ENAMETOOLONG, empty names -EINVAL; exactly max_files files can exist
  * and one more gives -ENOSPC (a slot comes back after a remove, the full

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS allows one mounter at a time: a second mount of a
  * mounted image fails with -EBUSY and "in use by pid N" naming the holder
  * (this process, or a child that holds it), sfs_lock_holder() names the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS persistence across unmount/mount: 200 files of many
  * sizes (0, block edges, up to 3 MiB) and names (1 to 63 bytes, spaces,
  * UTF-8), then removes, appends, overwrites and truncates over several

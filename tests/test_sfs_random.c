@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS under random operations on a nearly full 1 MiB image,
  * against a memory model: writes at random offsets (inside, at and past the
  * end), writes and reads at a handle's position, seeks, O_APPEND writes

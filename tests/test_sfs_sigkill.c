@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS survives SIGKILL of a writer: a child appends to four
  * files on an image file (random sizes, fsync after one to three writes,
  * sometimes a truncate, and a scratch file created and removed) and reports

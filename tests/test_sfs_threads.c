@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: one SimpleFS mount used by several threads at once, as the
  * server does: four writer threads each grow and overwrite their own file
  * (allocating, so metadata changes interleave) and fsync it, while four reader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the sfs image tool as a user drives it ($UR_BIN/sfs): mkfs
  * (size suffixes, refusing to clobber, 0600 or --mode, no symlink followed),
  * names with control characters printed as escapes by ls and stat, put/get round trip of a binary file

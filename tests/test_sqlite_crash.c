@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: crash safety of the "urfs" SQLite VFS. A writer process runs
  * transactions (50 rows of 1-3 KiB each, plus a running total) on a database
  * inside a SimpleFS image, synchronous=FULL (EXTRA for a rollback journal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a COMMIT through the "urfs" VFS is durable when it returns:
  * 20 transactions (each a row of 3 KiB, each its own COMMIT), then the
  * server is killed with SIGKILL at once (no clean unmount: what SimpleFS had

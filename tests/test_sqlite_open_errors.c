@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the VFS tells a user why a database does not open (issue
  * 31), by SQLite's error code and, with the image's path, in SQLite's log:
  * an image= that does not exist is not made (SQLITE_CANTOPEN, nothing

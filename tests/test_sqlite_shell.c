@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: Debian's unchanged sqlite3 shell uses the VFS as a loadable
  * extension: `.load $UR_BIN/liburfs_sqlite`, then `.open` of a file: URI with
  * vfs=urfs&image=...; a table written in rollback mode, then in WAL mode,

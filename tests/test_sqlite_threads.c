@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: connections of one process in several threads on the "urfs"
  * VFS: 4 threads, each with its own connection, run 150 write transactions
  * (BEGIN IMMEDIATE, an insert and an update of a shared counter) and reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the "urfs" SQLite VFS (src/sqlite/urfs_vfs.c) on a SimpleFS
  * image: create/insert/select/update/delete in rollback (DELETE) and WAL
  * mode, a 3 MiB blob and thousands of pages, persistence across a reopen,

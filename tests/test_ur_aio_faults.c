@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the server's O_DIRECT image path when kernel AIO misbehaves
  * (tests/lib/slowaio.c preloaded into the server, docs/ABI.md "O_DIRECT").
  * Short: every AIO completes one block short; an aligned read or in-place

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a raw-ABI client cannot wedge its server, nor make it outlive
  * it and keep the image locked (issue 8, items 2 and 6). The attacker
  * saturates the CQ doorbell counter, drains the SQ doorbell, clears

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: another user cannot take an image's attach name to break
  * sharing or to be trusted (issue 27, item 4). The name is an abstract
  * socket, "@urfs/DEV:INO", that any process may bind first; an impostor (a

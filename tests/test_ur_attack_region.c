@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a raw-ABI attacker's region headers (issue 8, items 1 and 6).
  * Every offset/size pair of the header must lie within [0, region size),
  * aligned, with no two structures overlapping and the buffer part inside the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the start-up race on the region's size (issue 8, item 3). A
  * raw-ABI client hands over an unsealed memfd and, at the very moment the
  * server asks for the seals (the test traces the server and acts at that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the O_DIRECT image path. With the image opened O_DIRECT the
  * server sends aligned reads to the image through kernel AIO, many in flight
  * (checked: the server's AIO counter moves); reads of a fragmented file

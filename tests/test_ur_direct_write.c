@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: O_DIRECT overwrites through the server's AIO path, and AIO
  * back-pressure. On an O_DIRECT image: batches of aligned page overwrites
  * (registered and ordinary buffers, pieces spanning several extents of a

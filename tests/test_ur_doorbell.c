@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the server's doorbell operations cannot block, whatever the
  * client does to the eventfd it shares with the server (issue 8, items 2 and
  * 6). In-process, on the server's own functions: ringing a blocking eventfd

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the programs end to end, as a user runs them. test_ur_write_v2
  * prints exactly "Write completed: user_data=2, res=27" and exits 0, then
  * `cat_ur test_write.txt` prints the text; cat_ur prints a binary file of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a full host file system under a real server. The image lives on
  * a 2 MiB tmpfs (mounted here; without the privilege to mount, the test is
  * skipped): it is sparse, so writes that need new host space fail with ENOSPC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a program that ignores SIGCHLD (the kernel then reaps its
  * children itself, and waitpid finds none) still learns how its server
  * ended: ur_shutdown (urfs_queue_exit's status) answers 0 after a clean

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: device errors through the ring (SQLite's test_vfs.c counted
  * faults, under the server). The server's dispatch loop runs in-process
  * (tests/test_ur_inproc.h) on SimpleFS mounted on sfs_errdev over a fault

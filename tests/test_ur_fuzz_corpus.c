@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: replays every file of the server fuzzer's kept corpus
  * ($UR_SRCDIR/fuzz/corpus_server) through the fuzz target's steps
  * (fuzz/fuzz_server_steps.h: a hostile client's SQEs, pokes and data on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the server's hand-over rule (src/server/spin.c, docs/ABI.md
  * "Wakeups"): the server gives up its CPU to a client that has waited
  * UR_HANDOVER_NS on that very CPU for CQEs it has not reaped, once per batch

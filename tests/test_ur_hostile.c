@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a hostile client. Random garbage SQEs (raw, untranslated) each
  * get exactly one CQE and the server survives; a client that scribbles its SQ
  * tail or CQ head into nonsense gets its ring shut down (state BROKEN) while

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: urfs_queue_init_params says why it refused, in errmsg, for
  * each mistake a caller can make before a server is involved (issue 31):
  * SQ entries out of range, a CQ smaller than the SQ or over the limit, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ur_inproc.h - simplefs_server's dispatch loop run in-process, for the
  * tests and the fuzzer that put something under it the real server cannot

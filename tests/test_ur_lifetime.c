@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: lifetimes of client and server. The server killed mid-run:
  * the client's wait, submit and buffer unregistration return -EPIPE instead
  * of hanging (within 5 s). The client

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the lock benchmark runs (tools/lockbench.c; docs/BENCHMARKS.md
  * "Lock grants"): briefly, with 3 hostile rings, it prints its two sets side
  * by side and the ratio line. Its hostile rings hold what the bounds allow

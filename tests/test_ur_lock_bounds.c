@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the lock table's bounds beyond one ring (issue 27 item 2;
  * docs/ABI.md "Locks", Limits): one process may attach many rings, so
  * records and queued LOCKs are bounded per client process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: what a lock change looks at (issue 27 item 2; docs/ABI.md
  * "Locks", Cost), through raw LOCK / UNLOCK SQEs on a real server started
  * with --stats, whose count of queued waits looked at by grant passes is

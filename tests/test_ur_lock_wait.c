@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: how a waiting byte-range lock ends (issue 27, item 5;
  * docs/ABI.md "Locks"), through raw LOCK / UNLOCK / ASYNC_CANCEL SQEs on
  * rings of this process, clients A, B, C of one server. Deadlock: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ur_locks.h - byte-range lock helpers for the tests of the server's
  * lock table through raw LOCK / UNLOCK SQEs (docs/ABI.md "Locks"): a LOCK

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ur_multi.h - many client processes on one simplefs_server: the
  * workload of tests/test_ur_multi*.c. Client i of n writes and reads its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a client that leaves a server of an O_DIRECT image (issue 10),
  * by exiting or by kill -9 in the middle of its reads, takes its kernel AIO
  * context with it: the server waits for that context's I/O and destroys it

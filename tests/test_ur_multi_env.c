@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: every client of one image finds the same server whatever its
  * environment and however it names the image (issue 27, item 4: a desktop
  * session and a cron job with different $XDG_RUNTIME_DIR each started a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: hostile clients beside well-behaved ones on one server
  * (issue 10). The test holds a ring (it starts the server); three attached
  * client processes attack: one submits 3000 SQEs of random bytes (each must

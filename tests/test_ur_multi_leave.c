@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a client that leaves never kills a server that serves others
  * (issue 27, item 3). Two rings of this process on one server; the server
  * stopped (SIGSTOP, its state seen as 'T') with 256 writes of the staying ring

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: byte-range locks kept by the server between clients (issue
  * 10; UR_OP_LOCK / UR_OP_UNLOCK, docs/ABI.md "Locks"), with rings of this
  * process as clients A, B, C of one server and a forked client D. Try-locks:

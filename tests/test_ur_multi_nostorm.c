@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a client that finds the image held by a simplefs_server which
  * does not take clients yet (starting, or leaving: it holds the image's lock
  * and listens at no socket) waits for it and starts no other server

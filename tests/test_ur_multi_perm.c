@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the server's place for more clients is the image's alone and
  * its user's alone (issue 10, issue 27 item 4): an abstract Unix socket named
  * after the image's identity, "@urfs/DEV:INO" (listed in /proc/net/unix),

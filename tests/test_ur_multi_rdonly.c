@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: read-only clients that start at the same moment share one
  * server (issue 10). Read-only mounts share the image's lock, so several
  * read-only servers can mount it at once; the one that binds the image's

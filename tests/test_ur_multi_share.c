@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: what clients of one server see of each other (issue 10), with
  * three rings of this process as three clients (the second and third attach
  * to the first one's server): a file written and fsynced by A is read back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: every operation on a SimpleFS image through the ring (open
  * flags, read/write at offsets and at the file position, append, readv/writev
  * mixing region and ordinary buffers, fixed buffers, fsync, ftruncate, statx

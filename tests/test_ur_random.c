@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: thousands of random reads and writes of random sizes (1 B to
  * 64 KiB, unaligned, across block boundaries and file ends) on three files,
  * up to 32 in flight, through ordinary buffers, fixed buffers and readv/

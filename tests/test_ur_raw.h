@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ur_raw.h - a client that speaks the ring ABI directly, the way an
  * attacker would, without libur_fs.so's setup: it builds the memfd region

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the server's start-up validation of a region, by a raw client
  * (ABI.md "Processes and descriptors", "Validation"). The test builds the
  * region itself (memfd, two eventfds, a socketpair on fds 3..6), starts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: ring transport with NOPs (no image): single NOP round trip,
  * user_data echo, ring wrap-around (many times the ring size), SQ full
  * (get_sqe returns NULL), CQ full with many more requests in flight than CQ

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the simple API (ur_init ... ur_shutdown). Many writes queued
  * (more than the ring holds: ur_write hands a full queue to the server by
  * itself), a synchronous ur_open/ur_close in the middle while completions are

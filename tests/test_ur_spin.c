@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the server's adaptive idle spin (src/server/spin.c, docs/ABI.md
  * "Wakeups"). In-process, on the rule itself: a fresh ring spins the minimum;
  * back-to-back requests (gaps of a few us) get a spin longer than their gaps;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ur_stats.h - reading simplefs_server's --stats lines in tests
  * (test_ur_handover, test_ur_lock_scope). Header only. */
 #ifndef TEST_UR_STATS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a ring created by a thread that then exits keeps its server.
  * The server follows the process that started it (PR_SET_PDEATHSIG), but the
  * kernel sends that signal when the spawning *thread* exits too: the server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the client's wait while the server is behind (src/lib/ring.c
  * wait_ready_spin_sleep, docs/ABI.md "Wakeups"). A client whose SQEs the
  * server has not taken yet, while the server is awake (busy on other rings,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the launcher urfs-uring runs an unchanged liburing program with
  * the drop-in. tests/progs/uring_which.c, compiled here against Debian's
  * <liburing.h> with -luring (no rpath), loads the system's liburing when run

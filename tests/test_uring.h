@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_uring.h: shared by tests/test_uring_*.c, the drop-in's tests. They are liburing
  * programs (Debian's <liburing.h>) linked to the drop-in (uring/liburing.so.2, by rpath:
  * tu_uring_check_lib() proves it is ours). tu_uring_main() runs the test's body once per mode,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: IORING_OP_ACCEPT with a bad addrlen pointer (sqe->addr2) answers -EFAULT in
  * all three modes, as the kernel does, and never crashes the program: the drop-in makes the
  * accept4 system call itself, since a libc wrapper may read *addrlen first (ASan's does, so

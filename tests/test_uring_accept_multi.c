@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: multishot ACCEPT (IORING_ACCEPT_MULTISHOT) behaves as the kernel's, in all three
  * modes: on a blocking listener the submit does not block and each connection posts a CQE with
  * IORING_CQE_F_MORE holding the accepted fd; ASYNC_CANCEL by user_data and by fd end it with a

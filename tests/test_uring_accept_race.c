@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: two rings wait to ACCEPT on one blocking listener and one connection comes:
  * one ring gets it, the other goes on waiting and can be cancelled (-ECANCELED, or -EINTR had
  * the accept started), and both rings exit, in all three modes, 40 rounds. Emulated, both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: an O_DIRECT read started by a synchronous cancel completes, in all three modes: a
  * POLL_ADD hard-linked to an O_DIRECT READ is cancelled with IORING_REGISTER_SYNC_CANCEL, the read
  * then starts and its CQE arrives without any further submission. (The emulation batches inline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a kernel AIO completion of an emulated ring is never lost to an
  * io_uring_enter that clears the ring fd. Found with MariaDB (issue 11): one thread sleeps in
  * io_uring_wait_cqe, others call io_uring_submit; an enter that found the CQ empty cleared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: cancelling a request held back by IOSQE_IO_DRAIN does not let what is hard-linked
  * after it start ahead of the drain, in all three modes: a drained READ waits on a pipe (on a
  * worker or the reactor), a POLL_ADD hard-linked to a NOP waits behind it;

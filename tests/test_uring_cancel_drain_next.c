@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: cancelling what waits behind a running IOSQE_IO_DRAIN request (the next chain,
  * held back until nothing runs, and what queued behind it) does not lift the drain for what is
  * submitted later, in all three modes: a drained READ waits on a pipe; NOP 2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a cancel that finds a one-shot ACCEPT while a thread of the drop-in is trying it
  * (between its poll and its accept4) is not lost: the cancel answers -EALREADY (emulated; the
  * kernel finds the request waiting on its poll: 0) and the ACCEPT ends -ECANCELED instead of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the emulated ring answers as the kernel's does. Random SQEs (opcodes of the Linux
  * 5.10 set and later ones both support, fds from {bad, -1, a file, an O_DIRECT file, a directory,
  * both ends of a pipe holding data, a socket holding data, empty pipes and sockets blocking and

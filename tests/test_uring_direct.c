@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: O_DIRECT files through the drop-in, in all three modes: 32 aligned 4 KiB reads in
  * flight at once (and 8 writes) on a file opened O_DIRECT give pread's bytes; emulated, they go
  * through the kernel's native AIO (the process then maps an AIO ring: "/[aio]" in /proc/self/maps;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: IOSQE_IO_DRAIN also holds back what is submitted after the drained request, in
  * all three modes: a drained POLL_ADD that starts at once (nothing before it) and waits, then a
  * NOP and a READ of a file in the same submission and a NOP in a later one: none of them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: requests that fail fail as the kernel's ring fails them, in all three modes (the
  * differences test_uring_differential found): READ/WRITE with RWF_HIPRI on a ring without IOPOLL
  * is -EINVAL and with an RWF_ flag no kernel knows -EOPNOTSUPP, both after the file's mode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: plain READ/WRITE SQEs of a cached regular file (the emulation's fast path: no
  * request structure, run straight from the SQE copy) keep the kernel's results in all three
  * modes: a READ that comes back short inline (the rest of its range dropped from the page cache)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the liburing drop-in reads a request's argument memory from the process that
  * submits it: a fork()ed child's TIMEOUT takes the child's timespec, not the parent's at the
  * same address (the library asks its pid once and again after fork). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: ASYNC_CANCEL (and IORING_REGISTER_SYNC_CANCEL) across fork() on a shared ring:
  * the child cancels a read the parent submitted and the parent a poll the child submitted (it
  * sleeps outside the library meanwhile); the cancelled read takes nothing from its pipe; ALL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a process that exits with requests in flight on a ring shared across fork()
  * has them cancelled (emulated): the child's pipe read (linked to a NOP), a blocking openat of
  * a FIFO on a worker thread and a poll each get -ECANCELED, and the pipe keeps its data (the

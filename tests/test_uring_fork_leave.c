@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a process that leaves a ring shared across fork (io_uring_queue_exit) and lives on
  * no longer counts as one of the ring's users, in all three modes: once the child has used the
  * ring and closed it, the parent registers files again (emulated, a table change is refused only

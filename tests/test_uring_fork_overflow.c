@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: CQEs that overflowed in one process reach another that reaps, as the kernel's one
  * overflow list per ring does (IORING_FEAT_NODROP across fork): the child fills the 8-entry CQ
  * with 8 inline NOPs, its next 8 go to its overflow list, and it sleeps outside the library (in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a ring survives fork() as a kernel ring does: parent and child see the same SQ
  * and CQ, either submits and either reaps; each process's requests run with its own fds and
  * memory (a file only the child opened, a buffer only the child reads); a request a process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: replays every file of the drop-in fuzzer's kept corpus
  * ($UR_SRCDIR/fuzz/corpus-uring) through the fuzz target's steps
  * (fuzz/fuzz_uring_steps.h: a ring set up from the input, SQEs of every opcode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a hostile SQE stream never crashes the drop-in, in all three modes: 2000 SQEs with
  * random opcodes (0..255), flags, lengths, offsets and buffer indexes, fds from {bad, -1, a file,
  * a pipe, a socket, the ring itself} and pointers from {NULL, low garbage, a kernel address, an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: links, drain and CQE skipping behave as the kernel's io_uring, in all three modes:
  * a failing request in an IOSQE_IO_LINK chain cancels the rest with -ECANCELED, a short read
  * counts as a failure, IOSQE_IO_HARDLINK keeps going after a failure, links run in order (a

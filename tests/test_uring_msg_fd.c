@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: IORING_OP_MSG_RING with IORING_MSG_SEND_FD passes a registered file from one
  * ring's table to another's, as the kernel (6.0+) does: the target slot (file_index, 1-based, or
  * IORING_FILE_INDEX_ALLOC: the sender's CQE names the slot) reads the same file, independently of

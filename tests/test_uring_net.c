@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: waiting for events in the drop-in, in all three modes: POLL_ADD on an empty socket
  * completes with POLLIN only after data arrives (and POLL_REMOVE cancels another), a RECV queued
  * before the data and a SEND complete with the bytes, ACCEPT and CONNECT meet on a localhost TCP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: OPENAT of a FIFO never blocks the submitter: the inline try opens with
  * O_NONBLOCK as the kernel's does (O_RDONLY: an fd at once, left blocking as asked; O_WRONLY
  * without a reader: -ENXIO, the kernel's answer), and IOSQE_ASYNC's open waits on a worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the drop-in never loses a completion (IORING_FEAT_NODROP), in all three modes:
  * 100 NOPs and 100 reads submitted into a ring whose CQ holds 8, without reaping, all arrive,
  * each once and in submission order; IORING_SQ_CQ_OVERFLOW is raised while CQEs wait outside

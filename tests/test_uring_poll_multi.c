@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: multishot POLL_ADD (IORING_POLL_ADD_MULTI) behaves as the kernel's: one CQE with
  * IORING_CQE_F_MORE per wake-up of the file (a write to a pipe), not one per look while it stays
  * readable; an fd already readable at arming has its CQE when the submit returns; two multishot

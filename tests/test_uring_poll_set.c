@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the reactor's waits (one-shot POLL_ADD, timers) keep the kernel's semantics with
  * its incremental poll set, in all three modes: two POLL_ADDs of one socket waiting for different
  * events fire apart (POLLIN when the peer writes; the other, POLLOUT with the send buffer full,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: an opcode that may block (SPLICE here; the worker-only ones of docs/DROPIN.md) goes
  * to a worker when the reactor starts it too, not only when it is submitted: a POLL_ADD on a pipe
  * linked to a SPLICE from an empty pipe; once the poll fires, the SPLICE waits for data, and

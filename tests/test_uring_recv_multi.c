@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: multishot RECV and RECVMSG (IORING_RECV_MULTISHOT with IOSQE_BUFFER_SELECT) behave
  * as the kernel's, in all three modes: one CQE per chunk received, with IORING_CQE_F_MORE and
  * IORING_CQE_F_BUFFER naming the provided buffer that holds it (classic provided buffers and a

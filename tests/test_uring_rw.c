@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: the liburing drop-in reads and writes files like the kernel's io_uring, in all
  * three modes (kernel pass-through, URING_EMULATE=1, seccomp-blocked): NOP batches, READ/WRITE,
  * READV/WRITEV against pread, reads of a file dropped from the page cache (they would block: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: SEND_ZC and SENDMSG_ZC behave as the kernel's, in all three modes (emulated: the
  * data is copied, as a SEND's): the first CQE holds the bytes sent with IORING_CQE_F_MORE, then
  * a notification CQE with the same user_data, IORING_CQE_F_NOTIF and no F_MORE (with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a short read in an IOSQE_IO_LINK chain fails the link like an error does, as
  * the kernel's io_uring: the read's own CQE carries its byte count and the rest of the chain
  * completes with -ECANCELED. Pinned for READ at end of file, READV (the sum of several iovecs),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: IORING_SETUP_SQ_AFF pins the SQPOLL poller to sq_thread_cpu, in all three modes: the
  * ring works (a NOP completes), a thread of the process, not the main one, may then run on that CPU
  * only (the emulation's poller, the kernel's iou-sqp thread); a CPU the process may not run on

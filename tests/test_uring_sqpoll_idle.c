@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: sq_thread_idle's meaning for an IORING_SETUP_SQPOLL ring, in all three modes: within
  * its idle time after the last SQE the poller keeps polling, IORING_SQ_NEED_WAKEUP stays clear and
  * an SQE published without io_uring_enter (io_uring_submit enters only when the flag is set) is

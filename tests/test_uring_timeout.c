@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: time in the drop-in, in all three modes: io_uring_wait_cqe_timeout returns -ETIME
  * when nothing completes (also with a stale errno of EINTR, and without IORING_FEAT_EXT_ARG,
  * through a TIMEOUT SQE of the library's) and sleeps meanwhile (300 ms of waiting cost under 0.1 s

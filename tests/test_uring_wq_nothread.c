@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Description: a request that needs a worker thread (FSYNC), when no worker runs and none can
  * be started (pthread_create fails: this program's own pthread_create, which the drop-in's
  * call reaches first, answers EAGAIN while told to), ends -ECANCELED, a soft link after it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* testutil.h: the assertion macros and small SimpleFS helpers shared by the test programs
  * (FAIL/CHECK/CHECK_EQ, mount-or-fail, fsck-must-be-clean, a file's block count, crc32c,
  * the seeded pseudo-random generators, a whole file as a string, how often a string occurs in

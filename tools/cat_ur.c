@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cat_ur - cat for files inside a SimpleFS image, through the user-space
  * io_uring (libur_fs): 4 KiB reads, several in flight into registered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lockbench - what hostile lock holders cost everyone else on one
  * simplefs_server (issue 27 item 2; docs/BENCHMARKS.md "Lock grants"): the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * noring - run a program with the kernel's io_uring blocked, as Docker's default
  * seccomp profile, Android or a hardened server block it: io_uring_setup,

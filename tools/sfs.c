@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sfs.c - the SimpleFS image tool (mkfs, ls, put, get, rm, stat, fsck): the
  * mtools/e2fsprogs of the format, built only on the public API in sfs.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ur_write_v2 - the original design's check of the asynchronous write
  * path, on the simple API: write "Hello from async ur_write!\n" to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * urfs-uring - run a program with the liburing drop-in (this project's
  * liburing.so.2) in place of the system's liburing: the drop-in's private

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench.h - the harness of bench: jobs, results, statistics, stamps,
  * offset patterns, system-wide counters and reports.

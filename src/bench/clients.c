@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * clients.c - bench's clients knob: N processes run one job at once, each
  * with its own engine instance (its own ring, server, AIO context ...) on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cond.c - the machine's conditions around a benchmark: the 1-minute load
  * average, and the CPU time everything else used, measured as the machine's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * db.c - `bench db`: database page patterns (8 KiB pages, O_DIRECT) through
  * channels (include/ur_chan.h) on every engine - the kernel's io_uring and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * db.h - `bench db`: database page patterns through channels (ur_chan.h).
  * Must never be called with argv other than the subcommand's own: argv[0]

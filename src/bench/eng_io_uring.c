@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * eng_io_uring.c - the kernel's io_uring through liburing, with the options
  * sqpoll (IORING_SETUP_SQPOLL), regfiles (a registered file) and fixedbufs

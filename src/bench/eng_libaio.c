@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * eng_libaio.c - Linux native AIO (io_setup/io_submit/io_getevents via
  * libaio). Only asynchronous with O_DIRECT: on a buffered file io_submit does

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * eng_null.c - an engine that does no I/O (fio's null): every I/O completes
  * at once with its full length, so the harness can measure its own cost.

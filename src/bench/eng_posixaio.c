@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * eng_posixaio.c - glibc POSIX AIO (aio_read/aio_write/aio_suspend), which
  * glibc runs on a pool of user threads; their CPU and syscalls count too.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * eng_psync.c - pread/pwrite on a host file: the synchronous baseline
  * (fio's psync). Every I/O completes inside queue(); queue depth is 1 in

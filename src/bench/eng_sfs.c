@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * eng_sfs.c - SimpleFS called directly (sfs_file_pread/pwrite on a mounted
  * image): the synchronous baseline of the engine. Also prepares the stamped

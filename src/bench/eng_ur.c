@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * eng_ur.c - the project's engine: libur_fs's liburing-shaped ring API on a
  * SimpleFS image served by simplefs_server (a child process, so its CPU,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * engine.h - the I/O engine interface of bench, modelled on fio's ioengines:
  * one table of function pointers per engine, one source file per engine

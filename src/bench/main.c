@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - bench's command line: the default run (the original three
  * scenarios plus every other library), `bench run` (any knob a list: a

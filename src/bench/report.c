@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report.c - bench's output: a fio-like text report per job, JSON with every
  * figure and the setup (kernel, CPU, file system, options, commit), and CSV.

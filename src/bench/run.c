@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * run.c - the job loop of bench: prepares the file (outside the timing),
  * sets the engine up, runs warm-up and timed repeats, keeps up to qd I/Os in

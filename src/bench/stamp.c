@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stamp.c - block stamps and offset patterns.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stats.c - latency histogram (log-linear buckets, constant memory, no
  * allocation when adding) and the small-array statistics used for repeats:

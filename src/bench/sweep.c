@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sweep.c - `bench sweep`: the three tables of the asynchronous-I/O benchmark
  * bench descends from, for every engine, buffered and O_DIRECT:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * syscount.c - whole-system counters for one benchmark run: syscalls (the
  * raw_syscalls:sys_enter tracepoint), context switches and task-clock, all

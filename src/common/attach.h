@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attach.h: where the simplefs_server of an image listens for more clients
  * (docs/ABI.md, "Many clients"), and whom each side may trust there. The
  * place is a Linux abstract Unix socket named after the image's identity

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kaio.h - the kernel's native AIO (io_setup/io_submit/io_getevents) through
  * raw system calls, and reaping completions from the AIO ring the kernel maps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* launcher.h: what the launchers noring and urfs-uring share: they take their
  * options, then execute COMMAND [ARG...] with the shell's exit codes (125: the
  * launcher itself failed, 126: COMMAND cannot be run, 127: not found).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * noring.h - noring_block(): blocks the kernel's io_uring in this process and
  * its children the way container runtimes do (a seccomp filter that makes

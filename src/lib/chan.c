@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chan.c - channels (include/ur_chan.h): open/close, the batch driver shared
  * by every engine (streams any number of ops through the engine's ring,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chan_int.h - the channel's private structures (src/lib/chan*.c): one table
  * of hooks per engine (psync, io_uring, ur), used by the common batch driver

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chan_ur.c - the channel engine over this project's rings (urfs_*), on a
  * file inside a SimpleFS image. All channels of this process on one image

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chan_uring.c - the channel engine over the kernel's io_uring (liburing), on
  * a host file: one ring per channel, fixed buffers registered with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * internal.h - libur_fs's private state behind struct urfs_ring: the table of
  * in-flight requests (tags), the staging allocator for ordinary buffers, and

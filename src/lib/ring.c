@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring.c - libur_fs's ring API: create the shared region, attach it to the
  * simplefs_server already serving the image (its abstract Unix socket, whose

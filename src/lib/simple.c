@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * simple.c - the simple API of the original design (ur_init, ur_open,
  * ur_read, ur_write, ur_submit, ur_wait, ur_peek_cqe, ur_close, ur_shutdown)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * aio.c - the server's O_DIRECT image path: with the image opened O_DIRECT,
  * aligned reads, and aligned in-place overwrites of allocated blocks inside a

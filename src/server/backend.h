@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend.h - the server's backend interface: what simplefs_server calls to
  * do file I/O, one table of function pointers per backend (as fio's

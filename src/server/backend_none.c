@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend_none.c - a backend without an image: the transport alone (NOP,
  * validation, wakeups) for tests and for measuring the ring itself, like

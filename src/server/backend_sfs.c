@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend_sfs.c - the SimpleFS backend: the server's file operations on a
  * mounted SimpleFS image through the handle API of include/sfs.h. Warm reads

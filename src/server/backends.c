@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backends.c - the one place that lists the backends built into the server.
  *

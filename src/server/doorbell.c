@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * doorbell.c - the server's side of the two eventfd doorbells its client
  * hands over (fd 4: SQ, client -> server; fd 5: CQ, server -> client): check

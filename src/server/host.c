@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * host.c - one simplefs_server, many clients: rings join (the first one on
  * fds 3..6 from the process that started the server, later ones through the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * locks.c - byte-range locks between clients, kept by simplefs_server
  * (UR_OP_LOCK / UR_OP_UNLOCK, docs/ABI.md "Locks"): one table per server,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - simplefs_server: the process the first libur_fs.so client of an
  * image starts. It takes that client's ring (region fd 3, doorbells fds 4 and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * region.c - the check of a client's region header, done once at start-up
  * before the server touches anything but the header: the geometry every later

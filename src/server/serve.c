@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve.c - simplefs_server's ring loop: take SQEs, validate, dispatch to the
  * backend, post CQEs; serve every client's ring in turn with a budget per

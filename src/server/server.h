@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.h - simplefs_server's private state: one struct ur_server per client
  * ring (its private copies of everything the server must not re-read from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * spin.c - how long the server spins on an idle ring before it sleeps on the
  * SQ doorbell: learned from the ring's own inter-arrival gaps, the way

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * classic.c - the course-style SimpleFS API (mksfs, sfs_open, sfs_read, ...)
  * on one default instance: the image sfs_default_image() names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * crc32c.c - CRC-32C (Castagnoli) for SimpleFS metadata checksums, and the
  * seal/check of the 8-byte trailer every metadata block carries.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dev_err.c - the error-injecting device for tests (SQLite's test_vfs.c
  * counted faults): it passes every call to the device under it, except that

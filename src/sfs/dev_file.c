@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dev_file.c - the image-file block device: open, flock, mmap for reads,
  * pread/pwrite, fdatasync; the /proc/locks lookup that names a lock holder;

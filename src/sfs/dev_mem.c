@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dev_mem.c - memory block devices for tests and the fuzzer: a plain memory
  * device, and the fault device that simulates a power cut.

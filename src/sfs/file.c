@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file.c - the SimpleFS handle API: mount/unmount, open/close, read/write
  * (with allocation, hole zeroing and disk-full handling), truncate, unlink,

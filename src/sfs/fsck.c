@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fsck.c - check (and optionally repair) a SimpleFS image.
  *

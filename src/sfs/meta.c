@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * meta.c - SimpleFS metadata: format, load + check (shared by mount and
  * fsck), the write-ahead journal (commit and recovery), block allocation,

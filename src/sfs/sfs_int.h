@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sfs_int.h - internals of the SimpleFS library: on-disk structures, the
  * mounted-fs state, and the functions the src/sfs/ files share.

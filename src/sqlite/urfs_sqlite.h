@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * urfs_sqlite.h - the "urfs" SQLite VFS (src/sqlite/urfs_vfs.c) for programs
  * that link SQLite themselves: installed, -lurfs_sqlite -lur_fs -lsqlite3 (in

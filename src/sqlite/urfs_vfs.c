@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * urfs_vfs.c - the "urfs" SQLite VFS: databases, journals and WAL files live
  * inside a SimpleFS image and all their I/O goes through the channel API

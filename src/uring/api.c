@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api.c - liburing's exported functions (liburing.so.2, LIBURING_2.0..2.3),
  * written to liburing's man pages and the kernel's <linux/io_uring.h>.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * emu.c - the emulated ring: memory in the kernel's layout, the ring fd, CQ
  * posting with overflow (IORING_FEAT_NODROP), io_uring_enter (submit, wait,

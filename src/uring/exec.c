@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * exec.c - the emulated ring's executor: takes SQEs from the SQ (copying each
  * one before looking at it), builds link chains, holds back IOSQE_IO_DRAIN,

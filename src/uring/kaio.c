@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kaio.c - O_DIRECT reads and writes of the emulated ring through the
  * kernel's native AIO, so that a queue depth of 64 is 64 I/Os at the device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * reactor.c - the emulated ring's waiting thread: one per ring, started on
  * first need, asleep in epoll_wait otherwise. It waits for readiness

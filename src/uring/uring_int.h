@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * uring_int.h - the drop-in liburing's internal header (src/uring/ only).
  *

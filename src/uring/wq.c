@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wq.c - the emulated ring's worker threads (io-wq's model): requests that
  * may block (a read the page cache cannot serve now, fsync, openat, ...) are

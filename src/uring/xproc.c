@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * xproc.c - an emulated ring shared by the processes that fork()ed with it,
  * as a kernel ring is (its SQ/CQ memory is a MAP_SHARED mapping of the ring

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * xshared.h - the page a ring shared across fork() keeps its cross-process
  * state in (xproc.c), from the first fork() on: MAP_SHARED, so every process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * crashrec.c - libcrashrec.so, the recording half of the crash layer for the
  * real file device (tests/test_sfs_crash_file.c). Loaded with LD_PRELOAD into

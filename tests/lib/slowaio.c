@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* slowaio.c: preloaded into simplefs_server to make kernel AIO misbehave the
  * way a device may, on the server's io_submit (which it makes through
  * syscall(2), src/common/kaio.h); nothing else changes. $URTEST_AIO says how:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sqlite_urfs - a small SQLite program on the urfs VFS, built against the
  * installed files only (<sqlite3.h>, <urfs_sqlite.h>; -lurfs_sqlite -lur_fs
  * -lsqlite3, no rpath): it registers the VFS, opens DB inside the SimpleFS

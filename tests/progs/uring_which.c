@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uring_which - a small liburing program (Debian's <liburing.h>, linked with
  * -luring, no rpath) that says which liburing.so.2 it loaded and which kind of
  * ring it got, and does real I/O through that ring: it writes a line to FILE
