@@ -165,7 +165,8 @@ static void neighbour(int in, int up)
 		round_trip(&r, NULL);
 		if (write(up, "r", 1) != 1)          /* running */
 			_exit(1);
-		while (read(in, &c, 1) != 1 && n < NOP_MAX) {
+		int stopped;
+		while (!(stopped = read(in, &c, 1) == 1) && n < NOP_MAX) {
 			urfs_prep_nop(sqe_of(&r));
 			uint64_t t = now_ns();
 			round_trip(&r, NULL);
@@ -173,6 +174,10 @@ static void neighbour(int in, int up)
 			lat[n++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
 		}
 		fcntl(in, F_SETFL, 0);
+		/* full before the stop came: take the stop, or the next set's
+		 * "go" would read it and this process would leave */
+		if (!stopped && read(in, &c, 1) != 1)
+			_exit(1);
 		if (write(up, &n, sizeof(n)) != (ssize_t)sizeof(n) ||
 		    write(up, lat, n * sizeof(lat[0])) != (ssize_t)(n * sizeof(lat[0])))
 			_exit(1);
@@ -295,6 +300,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);   /* a helper process gone: its pipe's EPIPE says so (die) */
 	int e = sfs_format(image, 64ull << 20, 0);
 	if (e < 0)
 		die("format", e);

@@ -433,6 +433,8 @@ static uint32_t available(struct ur_server *s)
 {
 	uint32_t tail = ur_load_acquire(&s->sq->tail);
 	uint32_t pending = tail - s->sq_head;
+	if (!pending)
+		return 0;     /* an idle ring: one read of its shared memory per turn */
 	uint32_t cq_head = ur_load_acquire(&s->cq->head);
 	uint32_t used = s->cq_tail - cq_head;
 	if (pending > s->geo.sq_entries || used > s->geo.cq_entries) {
@@ -568,9 +570,11 @@ static uint64_t ring_idle_spin_ns(struct ur_server *s, uint64_t now)
  * first; *my_cpu and *now are looked up once per loop (0: not yet). */
 static int handover_due(struct ur_server *s, uint32_t *my_cpu, uint64_t *now)
 {
-	uint32_t client = ur_load_relaxed(&s->cq->owner_cpu);
-	if (!client || s->cq_published == s->handover.tail) {
-		s->handover.since = 0;   /* no waiter (asleep: the doorbell wakes it), or done */
+	/* Nothing published since the last hand-over first: it is this
+	 * process's memory, so an idle ring costs no read of its shared page. */
+	uint32_t client = s->cq_published == s->handover.tail ? 0 : ur_load_relaxed(&s->cq->owner_cpu);
+	if (!client) {
+		s->handover.since = 0;   /* done, or no waiter (asleep: the doorbell wakes it) */
 		return 0;
 	}
 	if (!*my_cpu)
