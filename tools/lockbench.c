@@ -44,7 +44,7 @@
 static const char *image = "lockbench.sfs";
 static int idle_rings;                  /* --idle-rings: hostile rings that take no locks */
 
-static void die(const char *what, int e)
+__attribute__((noreturn)) static void die(const char *what, int e)
 {
 	fprintf(stderr, "lockbench: %s: %s\n", what, strerror(e < 0 ? -e : e));
 	exit(1);
