@@ -58,7 +58,7 @@ static int examples(const char *title, const char *const *prefix, char lines[][5
 /* sh -c line, output to out.txt; its exit status */
 static int sh(const char *line)
 {
-	char cmd[1200];
+	char cmd[PATH_MAX * 3];
 	snprintf(cmd, sizeof cmd, "timeout 60 sh -c '%s' > out.txt 2>&1", line);
 	int st = system(cmd);
 	char *o = tu_slurp("out.txt");
@@ -70,7 +70,7 @@ static int sh(const char *line)
 int main(void)
 {
 	const char *src = getenv("UR_SRCDIR"), *binenv = getenv("UR_BIN");
-	char bin[PATH_MAX], path[PATH_MAX + 32], lines[8][512], cmd[PATH_MAX * 2];
+	char bin[PATH_MAX], path[PATH_MAX + 32], lines[8][512], cmd[PATH_MAX * 2 + 1024];
 	int n;
 
 	if (!src || !binenv) {
