@@ -41,6 +41,17 @@ char *realpath(const char *restrict path, char *restrict resolved)
 	return next(path, resolved);
 }
 
+/* Built with _FORTIFY_SOURCE (Debian's flags), the VFS calls glibc's checked
+ * variant instead: it is counted the same. */
+char *__realpath_chk(const char *restrict path, char *restrict resolved, size_t len)
+{
+	static char *(*next)(const char *restrict, char *restrict, size_t);
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "__realpath_chk");
+	__atomic_add_fetch(&realpath_calls, 1, __ATOMIC_RELAXED);
+	return next(path, resolved, len);
+}
+
 static void exec_ok(sqlite3 *db, const char *sql)
 {
 	char *err = NULL;
