@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -119,6 +120,8 @@ static void warn_secure(const char *cmd)
 	struct stat st;
 	const char *what = NULL;
 
+	if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+		return;   /* no_new_privs (noring): set-ID bits and capabilities are not applied */
 	if (which(cmd, path, sizeof path) < 0 || stat(path, &st) != 0)
 		return;   /* execvp will say what is wrong */
 	if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
