@@ -176,15 +176,11 @@ static void busy_client(int cpu, int ready_w)
  * or on another CPU than the server (!same). Returns its hand-overs. */
 static unsigned long long phase(const int cpus[2], int same)
 {
-	int fd = open(STATS, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
-	if (fd < 0 || saved < 0 || dup2(fd, 2) < 0)
-		FAIL("redirect stderr: %s", strerror(errno));
+	int saved = tu_stderr_to(STATS);
 	PIN_CPU(same ? cpus[0] : cpus[1]);       /* the server inherits this */
 	struct urfs_ring me;
 	ring_open(&me);
-	dup2(saved, 2);
-	close(saved);
-	close(fd);
+	tu_stderr_back(saved);
 	if (!same)
 		PIN_CPU(cpus[0]);                    /* the client elsewhere */
 	pid_t pid = -1;

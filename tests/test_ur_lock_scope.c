@@ -31,21 +31,12 @@ static int open_f(struct urfs_ring *r, const char *name)
 int main(void)
 {
 	alarm(120);
-	if (!tu_wrap_server("stats-server.sh", "", "--stats ")) {
-		printf("SKIP: the real server needs UR_SERVER (run under tests/run.sh)\n");
+	if (!tu_stats_setup(IMG))
 		return 77;
-	}
-	int e = sfs_format(IMG, 16ull << 20, 0);
-	if (e < 0)
-		FAIL("format: %s", strerror(-e));
-	int fd = open(STATS, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
-	if (fd < 0 || saved < 0 || dup2(fd, 2) < 0)
-		FAIL("redirect stderr: %s", strerror(errno));
+	int saved = tu_stderr_to(STATS);
 	struct urfs_ring a, d;
 	lk_ring(&a, IMG);                    /* the server's stderr: STATS */
-	dup2(saved, 2);
-	close(saved);
-	close(fd);
+	tu_stderr_back(saved);
 	pid_t spid = a.server_pid;
 
 	int ha = open_f(&a, "A"), hb0 = open_f(&a, "B"), hb1 = open_f(&a, "B"), hb2 = open_f(&a, "B");

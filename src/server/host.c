@@ -142,6 +142,7 @@ int ur_host_add(struct ur_host *h, int memfd, int efd_sq, int efd_cq, int live,
 	s->hdr->server_pid = (int32_t)getpid();
 	if (h->bst && h->aio)
 		(void)ur_aio_init(s);           /* failing: this ring's reads stay synchronous */
+	s->cold_skip = h->nrings % UR_COLD_EVERY;   /* idle rings' looks spread over the turns */
 	struct ur_server **tail = &h->rings;
 	while (*tail)
 		tail = &(*tail)->next;

@@ -261,12 +261,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "simplefs_server: %llu SQEs (%llu reads, %llu writes by AIO; "
 			"%llu waits for an AIO slot), %llu sleeps, %llu client wakeups, "
 			"%llu hand-overs; %llu clients attached, %llu refused; "
-			"%llu lock waits looked at by grants\n",
+			"%llu lock waits looked at by grants; %llu loop turns, %llu rings looked at\n",
 			(unsigned long long)h.n_sqe, (unsigned long long)h.n_aio,
 			(unsigned long long)h.n_aio_w, (unsigned long long)h.n_busy,
 			(unsigned long long)h.n_sleep, (unsigned long long)h.n_wake_client,
 			(unsigned long long)h.n_handover, (unsigned long long)h.n_attach, (unsigned long long)h.n_refused,
-			(unsigned long long)h.locks.n_grant_looked);
+			(unsigned long long)h.locks.n_grant_looked,
+			(unsigned long long)h.n_turn, (unsigned long long)h.n_look);
 	if (r < 0) {
 		fprintf(stderr, "simplefs_server: %s: unmount: %s\n", conf.image, strerror(-r));
 		return 1;

@@ -404,6 +404,7 @@ void ur_server_post(struct ur_server *s, uint64_t user_data, int32_t res)
 	c->flags = 0;
 	s->cq_tail++;
 	publish_cq(s);
+	s->cold_skip = 0;      /* looked at next turn (its client may wait on our CPU) */
 }
 
 void ur_server_set_state(struct ur_server *s, uint32_t st)
@@ -567,8 +568,8 @@ static uint64_t ring_idle_spin_ns(struct ur_server *s, uint64_t now)
 }
 
 /* Hand the CPU to ring s's client now (spin.c's rule)? The cheap checks
- * first; *my_cpu and *now are looked up once per loop (0: not yet). */
-static int handover_due(struct ur_server *s, uint32_t *my_cpu, uint64_t *now)
+ * first; *my_cpu is looked up once per loop (0: not yet). */
+static int handover_due(struct ur_server *s, uint32_t *my_cpu, uint64_t now)
 {
 	/* Nothing published since the last hand-over first: it is this
 	 * process's memory, so an idle ring costs no read of its shared page. */
@@ -583,15 +584,30 @@ static int handover_due(struct ur_server *s, uint32_t *my_cpu, uint64_t *now)
 		s->handover.since = 0;   /* the client has a CPU of its own: it spins */
 		return 0;
 	}
-	if (!*now)
-		*now = now_ns();
 	return ur_handover(&s->handover, *my_cpu, client, ur_load_acquire(&s->cq->head),
-			   s->cq_published, *now);
+			   s->cq_published, now);
+}
+
+/* Is ring s looked at this turn? Every turn while it is hot (work found,
+ * image I/O in flight or its doorbell within UR_HOT_NS), else every
+ * UR_COLD_EVERY turns: 62 idle rings then cost a turn 8 looks, not 62
+ * (docs/ABI.md, Fairness). Only this process's memory is read here. */
+static int ring_due(struct ur_server *s, uint64_t now)
+{
+	if (now - s->busy_at < UR_HOT_NS)
+		return 1;
+	if (s->cold_skip) {
+		s->cold_skip--;
+		return 0;
+	}
+	s->cold_skip = UR_COLD_EVERY - 1;
+	return 1;
 }
 
 /* One turn of ring s: its AIO completions, then at most UR_TURN_BUDGET SQEs.
- * Did it do any work? A ring found corrupted is shut down here. */
-static int ring_turn(struct ur_server *s)
+ * Did it do any work? A ring found corrupted is shut down here. A ring with
+ * work, or image I/O in flight, is hot from now. */
+static int ring_turn(struct ur_server *s, uint64_t now)
 {
 	if (s->gone || s->broken > 1)
 		return 0;
@@ -613,6 +629,8 @@ static int ring_turn(struct ur_server *s)
 		s->broken = 2;
 		return 0;
 	}
+	if (n || reaped || s->aio_inflight)
+		s->busy_at = now;
 	if (n || reaped) {
 		s->idle_since = 0;
 		return 1;
@@ -658,6 +676,7 @@ static void host_poll(struct ur_host *h, int timeout_ms)
 		switch (kind[i]) {
 		case PF_SQ:
 			(void)ur_doorbell_drain(s->efd_sq);   /* never blocks; -EAGAIN: empty */
+			s->busy_at = now_ns();
 			break;
 		case PF_LIVE:
 			if (client_gone(p[i].revents, s->live))
@@ -708,17 +727,20 @@ int ur_host_run(struct ur_host *h)
 	while (!ur_server_stop && h->rings) {
 		int busy = 0, hand = 0;
 		uint32_t my_cpu = 0;
-		uint64_t hand_now = 0;
+		uint64_t now = now_ns();
+		h->n_turn++;
 		for (struct ur_server *s = h->rings; s; s = s->next) {
-			busy |= ring_turn(s);
-			if (!s->broken && handover_due(s, &my_cpu, &hand_now)) {
+			if (!ring_due(s, now))
+				continue;
+			h->n_look++;
+			busy |= ring_turn(s, now);
+			if (!s->broken && handover_due(s, &my_cpu, now)) {
 				s->n_handover++;
 				hand = 1;
 			}
 		}
 		if (hand)
 			sched_yield();   /* a client waits on this CPU for its CQEs */
-		uint64_t now = now_ns();
 		ur_locks_expire(h->rings, now);      /* lock waits whose timeout passed */
 		if (now - last_check >= UR_CHECK_NS) {
 			/* Busy or spinning, the server still sees clients come and go. */

@@ -108,6 +108,8 @@ struct ur_server {
 	 * clock of this ring. */
 	struct ur_host *host;
 	struct ur_server *next;
+	uint64_t busy_at;                  /* last work found or doorbell (ns); 0: never */
+	uint32_t cold_skip;                /* idle: turns to skip before the next look */
 	uint64_t idle_since;
 	struct ur_handover handover;       /* spin.c's hand-over rule for this ring */
 	int first;                         /* from the server's parent (fds 3..6) */
@@ -170,12 +172,17 @@ struct ur_host {
 	int aio;                           /* O_DIRECT reads by AIO for each ring */
 	struct ur_locktab locks;           /* byte-range locks of every ring */
 	uint64_t n_attach, n_refused;
+	uint64_t n_turn, n_look;           /* loop turns; rings looked at in them */
 	/* Counters of rings that have left (for --stats). */
 	uint64_t n_sqe, n_sleep, n_wake_client, n_handover, n_aio, n_aio_w, n_busy;
 };
 
 /* SQEs one ring may take per turn before the next ring's turn (fairness). */
 #define UR_TURN_BUDGET 64u
+/* A ring that had no work for UR_HOT_NS is looked at every UR_COLD_EVERY
+ * turns (its doorbell, a lock grant or work found makes it hot again). */
+#define UR_HOT_NS 1000000u
+#define UR_COLD_EVERY 8u
 /* While busy, the server looks at its sockets (new clients, departures) at
  * most this often: one poll() with a zero timeout. */
 #define UR_CHECK_NS 2000000u
