@@ -8,9 +8,11 @@
  * independent oracle (128-bit arithmetic); a few hundred of them, with every
  * structure pushed just past the end, are handed to the real simplefs_server
  * (as this test's client, not through libur_fs.so): each must be refused with
- * its error and exit 1, or served (a full ring of NOPs) without a byte written
- * past the region (the page tail after it is a canary) and exit 0 - never a
- * crash, under ASan too. */
+ * its error and exit 1, or served (a full ring of NOPs, twice) without a byte
+ * written past the region (the page tail after it is a canary) and exit 0 -
+ * never a crash, under ASan too. Every other served region's counters start
+ * just before they wrap at 2^32 (ABI.md: free-running, any start): the server
+ * must begin at the SQ head and CQ tail it finds, and wrap with them. */
 #include <inttypes.h>
 #include "test_ur_raw.h"
 #include "../src/server/server.h"
@@ -108,6 +110,14 @@ static void against_server(const struct ur_region_hdr *g0, uint64_t size, int *s
 	int want = oracle(&g, size);
 	struct raw r;
 	RAW_REGION(&r, &g, size, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	/* Every other start: counters 3 entries before the wrap (ring control
+	 * blocks inside the region only: a refused header may place them out). */
+	static unsigned nstart;
+	uint32_t base = want && (nstart++ & 1) ? 0u - 3u : 0u;
+	if (base) {
+		struct ur_ring_ctl *sq = (void *)(r.base + g.sq_ctl_off), *cq = (void *)(r.base + g.cq_ctl_off);
+		sq->head = sq->tail = cq->head = cq->tail = base;
+	}
 	RAW_START(&r, NULL, -1, -1);
 	char msg[256] = "";
 	int h = raw_hello(&r, 20000, msg, sizeof(msg));
@@ -126,10 +136,10 @@ static void against_server(const struct ur_region_hdr *g0, uint64_t size, int *s
 		struct ur_sqe *sqes = (void *)(r.base + g.sqes_off);
 		struct ur_cqe *cqes = (void *)(r.base + g.cqes_off);
 		for (uint32_t round = 0; round < 2; round++) {
-			uint32_t t = round * g.sq_entries;
+			uint32_t t = base + round * g.sq_entries;
 			for (uint32_t i = 0; i < g.sq_entries; i++) {
 				memset(&sqes[(t + i) & (g.sq_entries - 1)], 0, sizeof(struct ur_sqe));
-				sqes[(t + i) & (g.sq_entries - 1)].user_data = 7000 + t + i;
+				sqes[(t + i) & (g.sq_entries - 1)].user_data = 7000 + (uint64_t)(t + i);
 			}
 			ur_store_release(&sq->tail, t + g.sq_entries);
 			uint64_t one = 1;
@@ -142,7 +152,7 @@ static void against_server(const struct ur_region_hdr *g0, uint64_t size, int *s
 			}
 			for (uint32_t i = 0; i < g.sq_entries; i++) {
 				struct ur_cqe *c = &cqes[(t + i) & (g.cq_entries - 1)];
-				CHECK_EQ(c->user_data, 7000 + t + i);
+				CHECK_EQ(c->user_data, 7000 + (uint64_t)(t + i));
 				CHECK_EQ(c->res, 0);
 			}
 			ur_store_release(&cq->head, t + g.sq_entries);
