@@ -10,7 +10,8 @@
  * goes to a free slot of the table (a taken one is left alone), the slot is written back into
  * the caller's array, and a full table is -ENFILE. Emulated, the ring's own calls never reach
  * the kernel's io_uring: with io_uring_enter and io_uring_register failing ENOTRECOVERABLE from
- * then on (a seccomp filter), io_uring_enter, io_uring_register and the wrappers still work. A
+ * then on (a seccomp filter), io_uring_enter, io_uring_register and the wrappers still work; on
+ * the kernel's ring, CQEs already there are waited for without io_uring_enter. A
  * ring gives its memory back at io_uring_queue_exit: 20 rings that each ran 64 NOPs at once
  * leave the heap (glibc's count of bytes in use) under 64 KiB larger. */
 #include "test_uring.h"
@@ -111,6 +112,39 @@ static void no_kernel_calls(struct io_uring *ring, int fd)
 	CHECK_EQ(c.user_data, 70);
 	CHECK_EQ(io_uring_register((unsigned)ring->ring_fd, IORING_REGISTER_FILES, &fd, 1), 0);
 	CHECK_EQ(io_uring_unregister_files(ring), 0);
+}
+
+/* Kernel pass-through: CQEs already there are taken without a system call
+ * (io_uring_wait_cqe_nr and io_uring_wait_cqe with as many ready as asked
+ * for). A child, whose kernel ring is the same mapping, makes io_uring_enter
+ * fail ENOTRECOVERABLE and still gets its 4 CQEs; asking for a fifth shows
+ * that the filter is on. */
+static void ready_without_enter(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe;
+	for (unsigned i = 0; i < 4; i++) {
+		struct io_uring_sqe *sqe = tu_sqe(ring);
+		io_uring_prep_nop(sqe);
+		sqe->user_data = 80 + i;
+	}
+	CHECK_EQ(io_uring_submit_and_wait(ring, 4), 4);
+	CHECK_EQ(io_uring_cq_ready(ring), 4);
+	fflush(stdout);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		CHECK_EQ(noring_block(ENOTRECOVERABLE), 0);
+		CHECK_EQ(io_uring_wait_cqe_nr(ring, &cqe, 4), 0);
+		CHECK_EQ(cqe->user_data, 80);
+		CHECK_EQ(io_uring_wait_cqe(ring, &cqe), 0);
+		CHECK_EQ(io_uring_wait_cqe_nr(ring, &cqe, 5), -ENOTRECOVERABLE);
+		_exit(0);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		FAIL("4 ready CQEs with io_uring_enter failing: the child ended with status 0x%x", st);
+	io_uring_cq_advance(ring, 4);
 }
 
 /* Bytes of the heap in use (glibc's arenas and its mmapped chunks). */
@@ -368,6 +402,8 @@ static void body(void)
 	files_alloc(&ring);
 	if (tu_mode != TU_KERNEL)
 		no_kernel_calls(&ring, fd2);
+	else
+		ready_without_enter(&ring);
 	close(fd2);
 	free(src);
 	free(dst);
