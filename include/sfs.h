@@ -127,7 +127,8 @@ int sfs_format_ex(const char *path, uint64_t size, uint32_t max_files, unsigned 
 #define SFS_DEFAULT_MODE  0600u  /* images hold every file's data: owner only */
 int sfs_format_dev(struct sfs_dev *dev, uint32_t max_files);
 
-/* Mount. On failure returns -errno and, if err is not NULL, writes a one-line
+/* Mount the image at path: a file, or a block device holding one (sized by
+ * BLKGETSIZE64; tests/test_sfs_blockdev.c). On failure returns -errno and, if err is not NULL, writes a one-line
  * reason into err ("not a SimpleFS image", "bad checksum in FAT block 7",
  * "in use by pid 1234", ...). Distinct errors:
  *   -EBUSY        the image is mounted by another process or handle
