@@ -5,7 +5,7 @@
  * (a worker per I/O would be a thread per I/O). Buffered I/O does not come
  * here: for it io_submit runs the read synchronously inside the call, and a
  * batch of RWF_NOWAIT iocbs measured slower than one inline preadv2 each
- * (DROPIN.md). One AIO context per ring,
+ * (BENCHMARKS.md, the drop-in). One AIO context per ring,
  * made on first use; iocbs of one submission batch go in one io_submit;
  * completions are reaped from the AIO ring mapped in user space by the next
  * io_uring_enter(GETEVENTS). The kernel signals each completion on the ring
