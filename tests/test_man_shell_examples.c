@@ -116,6 +116,21 @@ static const struct example known[] = {
 };
 #define NKNOWN (sizeof known / sizeof known[0])
 
+/* A page with EXAMPLES: its lines and their rows of known[]. */
+#define MAXPAGES 16
+#define MAXLINES 32
+struct page {
+	char name[256];
+	int n;
+	char lines[MAXLINES][1024];
+	const struct example *x;
+};
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct page *)a)->name, ((const struct page *)b)->name);
+}
+
 static const char *src;
 static char bin[PATH_MAX], top[PATH_MAX];
 static int have_iou, skips;
@@ -266,7 +281,7 @@ static void run_page(const char *page, char lines[][1024], int n, const struct e
 int main(void)
 {
 	const char *binenv = getenv("UR_BIN");
-	char path[PATH_MAX + 64], env[3 * PATH_MAX + 64], lines[32][1024];
+	char path[PATH_MAX + 64], env[3 * PATH_MAX + 64];
 	src = getenv("UR_SRCDIR");
 	if (!src || !binenv) {
 		printf("UR_SRCDIR or UR_BIN is not set (run through tests/run.sh)\n");
@@ -304,8 +319,10 @@ int main(void)
 	have_iou = tu_have_io_uring(iou_why, sizeof iou_why);
 	CHECK(setenv("IOU", have_iou ? "io_uring" : "io_uring(skipped)", 1) == 0);
 
-	/* every page of sections 1, 7 and 8: its example lines are the table's */
+	/* every page of sections 1, 7 and 8: its example lines are the table's,
+	 * all checked before any runs */
 	static const char *const sections[] = { "man1", "man7", "man8" };
+	static struct page pagev[MAXPAGES];
 	int pages = 0, run = 0;
 	size_t used = 0;
 	for (size_t s = 0; s < 3; s++) {
@@ -317,41 +334,49 @@ int main(void)
 		while ((de = readdir(d))) {
 			if (de->d_name[0] == '.')
 				continue;
+			struct page *pg = &pagev[pages];
 			char file[2 * PATH_MAX + 300];
 			snprintf(file, sizeof file, "%s/%s", path, de->d_name);
+			snprintf(pg->name, sizeof pg->name, "%s", de->d_name);
 			char *text = tu_slurp(file);
 			CHECK(text);
-			int n = example_lines(de->d_name, text, lines, 32);
+			int n = example_lines(pg->name, text, pg->lines, MAXLINES);
 			free(text);
 			size_t first = NKNOWN, k = 0;
 			for (size_t i = 0; i < NKNOWN; i++)
-				if (!strcmp(known[i].page, de->d_name)) {
+				if (!strcmp(known[i].page, pg->name)) {
 					if (first == NKNOWN)
 						first = i;
 					k++;
 				}
 			if (n < 0 && k)
-				FAIL("%s has no EXAMPLES section, but the test knows %zu example lines of it", de->d_name, k);
+				FAIL("%s has no EXAMPLES section, but the test knows %zu example lines of it", pg->name, k);
 			if (n < 0)
 				continue;
 			if (!k)
-				FAIL("%s has an EXAMPLES section the test does not know: add its lines and checks", de->d_name);
+				FAIL("%s has an EXAMPLES section the test does not know: add its lines and checks", pg->name);
 			if ((size_t)n != k)
-				FAIL("%s has %d example lines, the test knows %zu: follow the page", de->d_name, n, k);
+				FAIL("%s has %d example lines, the test knows %zu: follow the page", pg->name, n, k);
 			for (int i = 0; i < n; i++)
-				if (strncmp(lines[i], known[first + i].start, strlen(known[first + i].start)))
+				if (strncmp(pg->lines[i], known[first + i].start, strlen(known[first + i].start)))
 					FAIL("%s: example line %d is `%s`, the test knows one starting `%s`: follow the page",
-					     de->d_name, i + 1, lines[i], known[first + i].start);
-			run_page(de->d_name, lines, n, &known[first]);
-			pages++;
-			run += n;
+					     pg->name, i + 1, pg->lines[i], known[first + i].start);
+			pg->n = n;
+			pg->x = &known[first];
 			used += k;
+			if (++pages == MAXPAGES)
+				FAIL("more than %d pages with EXAMPLES in sections 1, 7 and 8", MAXPAGES - 1);
 		}
 		closedir(d);
 	}
 	if (used != NKNOWN)
 		FAIL("the test knows %zu example lines, the pages have %zu of them: a page is gone or renamed",
 		     NKNOWN, used);
+	qsort(pagev, (size_t)pages, sizeof pagev[0], by_name);
+	for (int i = 0; i < pages; i++) {
+		run_page(pagev[i].name, pagev[i].lines, pagev[i].n, pagev[i].x);
+		run += pagev[i].n;
+	}
 	printf("SUMMARY: %d pages, %d example lines, %d counted skips\n", pages, run, skips);
 	return 0;
 }
