@@ -134,6 +134,7 @@ static int by_name(const void *a, const void *b)
 static const char *src;
 static char bin[PATH_MAX], top[PATH_MAX];
 static int have_iou, skips;
+static char asan_rt[PATH_MAX];   /* a sanitizer build: the ASan runtime its drop-in links */
 static char iou_why[256];
 
 /* The command lines of page's EXAMPLES section (text: the page), escapes
@@ -245,10 +246,18 @@ static void run_page(const char *page, char lines[][1024], int n, const struct e
 		if (x->dropin) {
 			CHECK(setenv("LD_DEBUG", "libs", 1) == 0);
 			CHECK(setenv("LD_DEBUG_OUTPUT", "ld.debug", 1) == 0);
+			if (*asan_rt) {   /* as scripts/dropin-env.sh: a sanitizer build's drop-in needs its runtime first */
+				CHECK(setenv("LD_PRELOAD", asan_rt, 1) == 0);
+				CHECK(setenv("ASAN_OPTIONS", "detect_leaks=0:handle_segv=0", 1) == 0);
+			}
 		}
 		int st = ex_run(lines[i], "out.txt", "err.txt", 120);
 		unsetenv("LD_DEBUG");
 		unsetenv("LD_DEBUG_OUTPUT");
+		if (x->dropin && *asan_rt) {
+			unsetenv("LD_PRELOAD");
+			unsetenv("ASAN_OPTIONS");
+		}
 		if (st != x->status)
 			FAIL("%s: `%s` exits with %d, not %d", page, lines[i], st, x->status);
 		if (x->check) {
@@ -302,6 +311,14 @@ int main(void)
 		fprintf(f, "#!/bin/sh\nPATH=${PATH#*/bin:} exec cc %s \"$@\"\n", san);
 		CHECK(fclose(f) == 0);
 		CHECK(chmod("bin/cc", 0755) == 0);
+		char cmd[PATH_MAX + 128];
+		snprintf(cmd, sizeof cmd, "ldd '%s/uring/liburing.so.2' | awk '/libasan\\.so/ { print $3 }'", bin);
+		FILE *p = popen(cmd, "r");
+		CHECK(p);
+		if (!fgets(asan_rt, sizeof asan_rt, p))
+			FAIL("a sanitizer build whose drop-in links no ASan runtime");
+		asan_rt[strcspn(asan_rt, "\n")] = '\0';
+		CHECK(pclose(p) == 0);
 	}
 	snprintf(env, sizeof env, "%s/bin:%s", top, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
 	CHECK(setenv("PATH", env, 1) == 0);
