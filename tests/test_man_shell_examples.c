@@ -91,7 +91,7 @@ static const struct example known[] = {
 	  "grep -q '^### Page writes' out.txt && grep -q '^### Random page reads' out.txt && "
 	  "grep -q '| ur: channel batch ' out.txt && grep -q '| psync: channel batch ' out.txt && "
 	  "if [ \"$IOU\" = io_uring ]; then grep -q '| io_uring: channel batch ' out.txt; "
-	  "else grep -q '^engine io_uring: skipped: ' err.txt && ! grep -q '| io_uring: ' out.txt; fi", 0, 1 },
+	  "else grep -q '^engine io_uring: skipped: ' out.txt && ! grep -q '| io_uring: ' out.txt; fi", 0, 1 },
 
 	{ "urfs-uring.1", "mkdir notes && echo ", "", 0, NULL, 0, 0 },
 	{ "urfs-uring.1", "updatedb ", "updatedb plocate", 0, NULL, 0, 0 },
