@@ -86,12 +86,18 @@ BENCH_LIBS := -luring -laio
 SQLITE_EXT := $(O)/liburfs_sqlite.so
 SQLITE_A   := $(OBJ)/liburfs_sqlite.a
 
+# The pkg-config file, from src/lib/libur_fs.pc.in: $(call PC,PREFIX,LIBDIR,INCDIR).
+PC = sed -e 's|@PREFIX@|$(1)|;s|@LIBDIR@|$(2)|;s|@INCDIR@|$(3)|;s|@VERSION@|$(VERSION)|' src/lib/libur_fs.pc.in
+# The build's own, for programs built against the tree (pkg-config prefers
+# NAME-uninstalled.pc: PKG_CONFIG_PATH=$(O) pkg-config --libs libur_fs).
+UNINST_PC  := $(O)/libur_fs-uninstalled.pc
+
 .PHONY: all progs runtime test check clean install fuzz run deps deb deb-deps mutate
 .SECONDARY:
 all: runtime $(TESTS)
 # What any test needs besides its own program: scripts/mutate.sh builds this and the
 # tests a mutant names, not every test (a change to a library relinks all of them).
-runtime: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTLIBS)
+runtime: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTLIBS) $(UNINST_PC)
 progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH)
 
 $(OBJ)/%.o: %.c
@@ -155,6 +161,10 @@ $(O)/urfs-uring: $(OBJ)/tools/urfs-uring.o
 
 $(O)/bench: $(BENCH_OBJ) $(LIBSFS) $(LIBUR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TOP) -o $@ $(BENCH_OBJ) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
+
+# (the build's pkg-config file: see UNINST_PC)
+$(UNINST_PC): src/lib/libur_fs.pc.in Makefile
+	$(call PC,$(abspath $(O)),$(abspath $(O)),$(CURDIR)/include) > $@
 
 # Tests may use bench's engine objects (all but src/bench/main.c) to test the harness.
 # (bench sources live in src/bench/: a bench/ directory would clash with ./bench.)
@@ -244,8 +254,7 @@ install: progs $(SQLITE_EXT) $(SQLITE_A)
 	install -m 644 $(LIBUR) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libur_fs.so
-	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|' \
-	  src/lib/libur_fs.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libur_fs.pc
+	$(call PC,$(PREFIX),$(LIBDIR),$(INCDIR)) > $(DESTDIR)$(LIBDIR)/pkgconfig/libur_fs.pc
 	install -d $(DESTDIR)$(URING_INSTDIR)
 	install -m 644 $(LIBURING) $(DESTDIR)$(URING_INSTDIR)/liburing.so.2
 	for s in 1 3 7 8; do install -d $(DESTDIR)$(MANDIR)/man$$s && \
@@ -259,7 +268,7 @@ deb: deb-deps
 	O=$(O) sh scripts/build-deb.sh
 
 clean:
-	rm -rf $(OBJ) $(TOOLS) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(SQLITE_EXT) $(URING_DIR) $(O)/fuzz_sfs $(O)/fuzz-corpus \
+	rm -rf $(OBJ) $(TOOLS) $(UNINST_PC) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(SQLITE_EXT) $(URING_DIR) $(O)/fuzz_sfs $(O)/fuzz-corpus \
 	  $(O)/fuzz_server $(O)/fuzz-corpus-server $(O)/fuzz_uring $(O)/fuzz-corpus-uring $(O)/deb
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

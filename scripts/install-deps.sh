@@ -11,7 +11,7 @@
 # mysqld: a policy-rc.d that answers 101 is in place during the install (and removed
 # after it if this script made it).
 set -e
-PKGS="build-essential clang libclang-rt-14-dev liburing-dev libaio-dev valgrind fio gnuplot-nox groff-base plocate strace libsqlite3-dev sqlite3 python3"
+PKGS="build-essential clang libclang-rt-14-dev liburing-dev libaio-dev valgrind fio gnuplot-nox groff-base plocate qemu-utils strace libsqlite3-dev sqlite3 python3"
 for a in "$@"; do
 	case $a in
 	deb) PKGS="$PKGS debhelper dpkg-dev fakeroot lintian pkg-config man-db" ;;

@@ -15,29 +15,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "examples.h"
 #include "testutil.h"
 
 static const char *src, *bin;
 static char sanitize[64];
-
-/* Undo the roff escapes the pages use in code: \e (backslash), \- (minus),
- * \& (nothing). */
-static void unescape(const char *in, size_t n, FILE *out, const char *page)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (in[i] != '\\') {
-			fputc(in[i], out);
-			continue;
-		}
-		char c = i + 1 < n ? in[++i] : '\0';
-		if (c == 'e')
-			fputc('\\', out);
-		else if (c == '-')
-			fputc('-', out);
-		else if (c != '&')
-			FAIL("%s: escape \\%c in an example: teach the test or write it as \\e", page, c);
-	}
-}
 
 /* Compile and run one example; 0 if it works. */
 static int try_example(const char *page, int idx, const char *code, size_t n)
@@ -50,7 +32,7 @@ static int try_example(const char *page, int idx, const char *code, size_t n)
 	FILE *f = fopen(path, "w");
 	if (!f)
 		FAIL("%s: %s", path, strerror(errno));
-	unescape(code, n, f, page);
+	ex_unescape(code, n, f, page);
 	fputc('\n', f);
 	fclose(f);
 	snprintf(cmd, sizeof cmd,

@@ -4,7 +4,7 @@
  * ring it got, and does real I/O through that ring: it writes a line to FILE
  * (IORING_OP_WRITE), reads it back (IORING_OP_READ) and compares.
  *
- *   uring_which FILE
+ *   uring_which [FILE]      (FILE: default uring_which.dat, in the current directory)
  *
  * Prints one line per liburing.so* file mapped into the process ("liburing:
  * PATH", from /proc/self/maps: the real file, e.g. Debian's liburing.so.2.3), then "ring: emulated" or
@@ -60,10 +60,11 @@ int main(int argc, char **argv)
 	char back[sizeof msg];
 	struct io_uring ring;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: uring_which FILE\n");
+	if (argc > 2) {
+		fprintf(stderr, "usage: uring_which [FILE]\n");
 		return 2;
 	}
+	const char *file = argc == 2 ? argv[1] : "uring_which.dat";
 	FILE *maps = fopen("/proc/self/maps", "r");
 	if (!maps)
 		return fail("/proc/self/maps", errno);
@@ -93,9 +94,9 @@ int main(int argc, char **argv)
 	printf("ring: %s\n", strstr(link, "[eventfd]") ? "emulated" :
 	       strstr(link, "[io_uring]") ? "kernel" : link);
 
-	int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0600);
+	int fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
-		return fail(argv[1], errno);
+		return fail(file, errno);
 	r = one(&ring, 1, fd, msg, sizeof msg - 1);
 	if (r != (int)sizeof msg - 1)
 		return fail("write through the ring", r < 0 ? -r : EIO);
