@@ -18,7 +18,7 @@
  * lacks (plocate, qemu-img, cc, pkg-config, a file of /etc) is a counted skip
  * with the reason; the io_uring rows of urfs-bench are the io_uring parts (run
  * where the kernel's io_uring works, skipped rows checked where it does not).
- * Time limit: 240 s
+ * Time limit: 600 s
  */
 #include <dirent.h>
 #include <errno.h>
@@ -251,7 +251,7 @@ static void run_page(const char *page, char lines[][1024], int n, const struct e
 				CHECK(setenv("ASAN_OPTIONS", "detect_leaks=0:handle_segv=0", 1) == 0);
 			}
 		}
-		int st = ex_run(lines[i], "out.txt", "err.txt", 120);
+		int st = ex_run(lines[i], "out.txt", "err.txt", 240);
 		unsetenv("LD_DEBUG");
 		unsetenv("LD_DEBUG_OUTPUT");
 		if (x->dropin && *asan_rt) {
