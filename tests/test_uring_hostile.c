@@ -5,7 +5,7 @@
  * unmapped page, a scratch buffer}; every SQE taken is answered by a CQE or is still pending and
  * cancellable; bad pointers come back as -EFAULT (checked on READV, TIMEOUT, OPENAT), bad fds as
  * -EBADF, unknown opcodes as -EINVAL; the probe lists the Linux 5.10 opcodes and every opcode it
- * leaves out fails with -EINVAL; and the ring still does I/O correctly afterwards. */
+ * leaves out fails with -EINVAL, and a probe buffer that is not zeroed is refused; and the ring still does I/O correctly afterwards. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -98,6 +98,20 @@ static void body(void)
 		CHECK_EQ(pr->last_op, IORING_OP_LAST - 1);
 	}
 	io_uring_free_probe(pr);
+
+	/* the probe's buffer must come zeroed (the kernel's rule): one stray byte
+	 * in the header or in the last op asked for is -EINVAL */
+	size_t psz = sizeof(struct io_uring_probe) + 8 * sizeof(struct io_uring_probe_op);
+	struct io_uring_probe *dirty = calloc(1, psz);
+	CHECK(dirty);
+	CHECK_EQ(io_uring_register_probe(&ring, dirty, 8), 0);
+	CHECK(dirty->ops_len > 0);
+	for (int k = 0; k < 2; k++) {
+		memset(dirty, 0, psz);
+		((unsigned char *)dirty)[k ? psz - 1 : 0] = 1;
+		CHECK_EQ(io_uring_register_probe(&ring, dirty, 8), -EINVAL);
+	}
+	free(dirty);
 
 	/* then noise */
 	uint64_t x = 0x1234567887654321ull;
