@@ -171,7 +171,10 @@ $(UNINST_PC): src/lib/libur_fs.pc.in Makefile
 BENCH_LIB_OBJ := $(filter-out $(OBJ)/src/bench/main.o,$(BENCH_OBJ))
 $(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBSERVER) $(LIBSFS) $(LIBUR) $(BENCH_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSERVER) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) $(RPATH_TEST) -o $@ $< $(BENCH_LIB_OBJ) $(LIBSERVER) $(LIBSFS) $(LINK_UR) $(BENCH_LIBS) $(LDLIBS_BASE)
+
+# test_sfs_nomem makes libsfs.a's allocations fail in turn: its own wrappers.
+$(OBJ)/t/test_sfs_nomem: TEST_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign
 
 # test_uring_* are liburing programs (Debian's <liburing.h>) linked to the drop-in,
 # never to the system's liburing: they find it in $(O)/uring through their rpath.

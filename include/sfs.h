@@ -136,6 +136,8 @@ int sfs_format_dev(struct sfs_dev *dev, uint32_t max_files);
  *   -EPROTONOSUPPORT  a SimpleFS version this library cannot read
  *   -EUCLEAN      corrupt metadata (bad checksum, impossible geometry, ...)
  *   -EIO          the device failed
+ *   -ENOMEM       out of memory (as any call may answer; the image stays consistent,
+ *                 and memory that comes back is used again: tests/test_sfs_nomem.c)
  * Recovery (journal replay, freeing unlinked-while-open files) runs here. */
 int sfs_mount(const char *path, unsigned flags, struct sfs **out, char *err, size_t errlen);
 /* Mount a device; with own != 0 the fs closes it at unmount. If the mount
