@@ -7,13 +7,15 @@
  * truncated to exactly 2^44 bytes (fsck clean, the size kept across a
  * remount) but not past it, and a write at 2^44 (at an
  * offset, the position, or appending) is -EFBIG; offsets and seeks that
- * overflow are refused and change nothing.
+ * overflow are refused and change nothing. Formatted images of 1 MiB to
+ * 1 GiB have the journal FORMAT.md's rule gives them.
  *
  * It must never accept a crash or a silent success where an error is due.
  */
 #include <sfs.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,10 +292,36 @@ static void too_many_files(void)
 	CHECK_EQ(sfs_unmount(fs), 0);
 }
 
+/* The journal format gives an image (FORMAT.md, "Format"): J = clamp(
+ * total_blocks / 128, 16, 256) + 1 blocks, read from the superblock
+ * (total_blocks at byte 16, journal_blocks at 24, little-endian). */
+static void journal_sizes(void)
+{
+	const uint64_t mib[] = { 1, 8, 64, 100, 128, 200, 1024 };
+	for (unsigned i = 0; i < sizeof mib / sizeof mib[0]; i++) {
+		CHECK_EQ(sfs_format("geo.sfs", mib[i] << 20, 0), 0);
+		uint8_t sb[32];
+		int fd = open("geo.sfs", O_RDONLY);
+		CHECK(fd >= 0);
+		CHECK_EQ(pread(fd, sb, sizeof sb, 0), (ssize_t)sizeof sb);
+		close(fd);
+		uint32_t total = sb[16] | sb[17] << 8 | sb[18] << 16 | (uint32_t)sb[19] << 24;
+		uint32_t j = sb[24] | sb[25] << 8 | sb[26] << 16 | (uint32_t)sb[27] << 24;
+		uint32_t cap = total / 128 < 16 ? 16 : total / 128 > 256 ? 256 : total / 128;
+		printf("%4llu MiB: %u blocks, journal %u blocks\n", (unsigned long long)mib[i], total, j);
+		CHECK_EQ(total, (uint32_t)((mib[i] << 20) / 4096 - 1));
+		CHECK_EQ(j, cap + 1);
+		FSCK_CLEAN("geo.sfs");
+	}
+	unlink("geo.sfs");
+}
+
 int main(void)
 {
 	struct sfs *fs;
 	int r;
+
+	journal_sizes();
 
 	/* format arguments */
 	CHECK(sfs_format("tiny.sfs", SFS_MIN_SIZE - 4096, 0) < 0);

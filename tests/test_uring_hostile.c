@@ -5,7 +5,7 @@
  * unmapped page, a scratch buffer}; every SQE taken is answered by a CQE or is still pending and
  * cancellable; bad pointers come back as -EFAULT (checked on READV, TIMEOUT, OPENAT), bad fds as
  * -EBADF, unknown opcodes as -EINVAL; the probe lists the Linux 5.10 opcodes and every opcode it
- * leaves out fails with -EINVAL, and a probe buffer that is not zeroed is refused; and the ring still does I/O correctly afterwards. */
+ * leaves out fails with -EINVAL, io_uring_get_probe says the same, and a probe buffer that is not zeroed is refused; and the ring still does I/O correctly afterwards. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -97,6 +97,13 @@ static void body(void)
 		CHECK_EQ(unsupported, 1);
 		CHECK_EQ(pr->last_op, IORING_OP_LAST - 1);
 	}
+	/* io_uring_get_probe (a ring of its own) says the same */
+	struct io_uring_probe *pr2 = io_uring_get_probe();
+	CHECK(pr2);
+	CHECK_EQ(pr2->last_op, pr->last_op);
+	for (int op = 0; op < IORING_OP_LAST; op++)
+		CHECK_EQ(io_uring_opcode_supported(pr2, op), io_uring_opcode_supported(pr, op));
+	io_uring_free_probe(pr2);
 	io_uring_free_probe(pr);
 
 	/* the probe's buffer must come zeroed (the kernel's rule): one stray byte
