@@ -37,7 +37,6 @@
  * wait where that is allowed (said once when refused).
  * Serial: pins threads and bounds the waiting thread's own CPU time (tests/run.sh runs it alone).
  */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -50,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fifo.h"
 #include "testutil.h"
 #include "ur_fs.h"
 #include "sfs.h"
@@ -88,34 +88,6 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 	return real(fds, n, ts, mask);
 }
 
-/* The calling thread SCHED_FIFO (on) or back to SCHED_OTHER; 0 or an errno.
- * Only around a wait: the server and the other threads, started before,
- * keep SCHED_OTHER. */
-static int fifo(int on)
-{
-	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
-	return pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp);
-}
-
-/* Every thread of process pid SCHED_FIFO (threads it starts later inherit
- * it); 0 or an errno. */
-static int fifo_process(pid_t pid)
-{
-	char dir[64];
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno;
-	struct sched_param sp = { .sched_priority = 1 };
-	struct dirent *de;
-	int e = 0;
-	while (!e && (de = readdir(d)))
-		if (de->d_name[0] != '.' && sched_setscheduler(atoi(de->d_name), SCHED_FIFO, &sp) < 0)
-			e = errno;
-	closedir(d);
-	return e;
-}
-
 /* Wait for the one CQE due, noting the first sleep on the way; its res in
  * *res. A wait of milliseconds must have slept: the spin is bounded. One that
  * never slept on less than 1 ms of its own CPU was not spinning all along: the
@@ -126,7 +98,7 @@ static int wait_noted(struct urfs_ring *r, int32_t *res)
 {
 	static int unclear, refused = -1;
 	struct urfs_cqe *cqe;
-	int rt = fifo(1);
+	int rt = tu_fifo_self(1);       /* the wait alone: the other threads keep SCHED_OTHER */
 	if (refused < 0 && rt)
 		printf("SCHED_FIFO refused (%s): the waits run SCHED_OTHER, and CPU-bound load "
 		       "beside this test can keep the client off its CPU\n", strerror(rt));
@@ -137,7 +109,7 @@ static int wait_noted(struct urfs_ring *r, int32_t *res)
 	int e = urfs_wait_cqe(r, &cqe);
 	armed = 0;
 	if (!rt)
-		CHECK_EQ(fifo(0), 0);
+		CHECK_EQ(tu_fifo_self(0), 0);
 	if (e < 0)
 		FAIL("wait: %s", strerror(-e));
 	*res = cqe->res;
@@ -433,7 +405,7 @@ static void slow_submit(int two, const int cpus[2])
 	struct urfs_ring r;
 	ring_on(&r, URFS_SETUP_DIRECT, SPIN_US);
 	setenv("UR_SERVER", srv, 1);
-	e = fifo_process(r.server_pid);
+	e = tu_fifo_process(r.server_pid, 1);
 	if (e)
 		printf("SCHED_FIFO refused for the server (%s): CPU-bound load beside this test can "
 		       "keep it from the SQE, and the client then spins while it is behind\n", strerror(e));
