@@ -18,13 +18,23 @@
  * Both ways the NOP completes. Part 2, needing two CPUs: a waiting lock (the
  * SQE taken, the CQE due when a busy neighbour ring unlocks 5 ms later, the
  * server kept awake by that ring's NOPs on the server's CPU) on a CPU of its
- * own: the client sleeps within 120 us of its own CPU time (about 50; with
- * the rule applied to taken SQEs, about 200). Part 3, needing two CPUs and
+ * own: once the server has taken the SQE (the test waits for that before it
+ * waits for the CQE: how soon the server gets there is the scheduler's
+ * business, and until then the server is behind), the client sleeps within
+ * 120 us of its own CPU time (about 50; with the rule applied to taken SQEs,
+ * about 200). Part 3, needing two CPUs and
  * O_DIRECT: reads from an O_DIRECT image whose server's io_submit takes 2 ms
  * (tests/lib/slowaio.c preloaded): the server gives the SQ slots back before
- * it submits, so the client sleeps within 120 us of its CPU time.
+ * it submits, so the client sleeps within 120 us of its CPU time. The server
+ * runs SCHED_FIFO there where that is allowed: a busy loop beside it would
+ * otherwise keep it from the SQE for milliseconds, a server behind (part 1).
  * Only lower bounds on wall time and upper bounds on the thread's own CPU
  * time are asserted, which a loaded machine can only make easier to meet.
+ * A wait the machine kept the client off its CPU for shows nothing (it never
+ * slept, it never spun) and is run again; so that CPU-bound load beside the
+ * test (two busy loops: the client's spin yields its CPU to them) does not
+ * make every wait such a one, the waiting thread runs SCHED_FIFO for its
+ * wait where that is allowed (said once when refused).
  * Serial: pins threads and bounds the waiting thread's own CPU time (tests/run.sh runs it alone).
  */
 #include <dlfcn.h>
@@ -39,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fifo.h"
 #include "testutil.h"
 #include "ur_fs.h"
 #include "sfs.h"
@@ -80,17 +91,25 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 /* Wait for the one CQE due, noting the first sleep on the way; its res in
  * *res. A wait of milliseconds must have slept: the spin is bounded. One that
  * never slept on less than 1 ms of its own CPU was not spinning all along: the
- * machine gave its CPU to others until the CQE had come (seen under load).
+ * machine gave its CPU to others until the CQE had come (its spin yields to
+ * CPU-bound threads beside it; SCHED_FIFO, where allowed, keeps them off).
  * It shows nothing either way: 0, and the caller runs the round again. */
 static int wait_noted(struct urfs_ring *r, int32_t *res)
 {
-	static int unclear;
+	static int unclear, refused = -1;
 	struct urfs_cqe *cqe;
+	int rt = tu_fifo_self(1);       /* the wait alone: the other threads keep SCHED_OTHER */
+	if (refused < 0 && rt)
+		printf("SCHED_FIFO refused (%s): the waits run SCHED_OTHER, and CPU-bound load "
+		       "beside this test can keep the client off its CPU\n", strerror(rt));
+	refused = rt != 0;
 	sleep_wall = sleep_cpu = 0;
 	uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	armed = 1;
 	int e = urfs_wait_cqe(r, &cqe);
 	armed = 0;
+	if (!rt)
+		CHECK_EQ(tu_fifo_self(0), 0);
 	if (e < 0)
 		FAIL("wait: %s", strerror(-e));
 	*res = cqe->res;
@@ -104,7 +123,8 @@ static int wait_noted(struct urfs_ring *r, int32_t *res)
 	printf("the client was off its CPU until the CQE came (%llu us of its CPU): round run again\n",
 	       (unsigned long long)(cpu / US));
 	if (++unclear > 50)
-		FAIL("50 waits in which the client was off its CPU until the CQE came");
+		FAIL("50 waits in which the client was off its CPU until the CQE came (%s)",
+		     refused ? "SCHED_FIFO refused" : "SCHED_FIFO");
 	return 0;
 }
 
@@ -178,21 +198,23 @@ struct holder {
 	struct urfs_ring *r;
 	int fd, cpu;                      /* fd < 0: no lock to release; cpu < 0: not pinned */
 	atomic_int stop;
+	_Atomic uint64_t unlock_at;       /* CLOCK_MONOTONIC ns; 0: not yet set */
 };
 
 /* A busy neighbour ring: NOPs back to back until told to stop (on the
  * server's CPU when cpu >= 0), so that the server never sleeps; with a lock
- * on fd held, the unlock 5 ms in. */
+ * on fd held, the unlock at unlock_at (set by the waiter: 5 ms after the
+ * server took its lock request, however long the machine took to get there). */
 static void *holder_run(void *arg)
 {
 	struct holder *h = arg;
 	if (h->cpu >= 0)
 		PIN_CPU(h->cpu);
-	uint64_t unlock_at = clock_ns(CLOCK_MONOTONIC) + 5 * MS;
 	int held = h->fd >= 0;
 	while (!atomic_load(&h->stop)) {
 		nop_round_trip(h->r);
-		if (held && clock_ns(CLOCK_MONOTONIC) >= unlock_at) {
+		uint64_t at = atomic_load(&h->unlock_at);
+		if (held && at && clock_ns(CLOCK_MONOTONIC) >= at) {
 			struct urfs_sqe *sqe = urfs_get_sqe(h->r);
 			urfs_prep_unlock(sqe, h->fd, 0, 0);
 			if (one(h->r) != 0)
@@ -221,7 +243,7 @@ static void stopped_server(void)
 	for (int want_asleep = 0; want_asleep < 2; want_asleep++) {
 		int rounds = 0, other = 0;
 		/* Awake: a busy neighbour ring keeps the server from sleeping. */
-		struct holder busy = { &c, -1, -1, 0 };
+		struct holder busy = { &c, -1, -1, 0, 0 };
 		pthread_t bt;
 		if (!want_asleep && pthread_create(&bt, NULL, holder_run, &busy))
 			FAIL("thread");
@@ -308,7 +330,7 @@ static void taken_sqe(int two, const int cpus[2])
 		urfs_prep_lock(sqe, fa, 0, 0, 0);
 		CHECK_EQ(one(&a), 0);
 		PIN_CPU(cpus[1]);
-		struct holder h = { &a, fa, cpus[0], 0 };
+		struct holder h = { &a, fa, cpus[0], 0, 0 };
 		pthread_t t;
 		if (pthread_create(&t, NULL, holder_run, &h))
 			FAIL("thread");
@@ -318,6 +340,12 @@ static void taken_sqe(int two, const int cpus[2])
 		urfs_prep_lock(sqe, fb, 0, 0, URFS_LOCK_WAIT);
 		if (urfs_submit(&b) != 1)
 			FAIL("submit");
+		for (uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+		     __atomic_load_n(b.sq.khead, __ATOMIC_ACQUIRE) != __atomic_load_n(b.sq.ktail, __ATOMIC_ACQUIRE);
+		     sched_yield())
+			if (clock_ns(CLOCK_MONOTONIC) - t0 > 10000 * MS)
+				FAIL("the server did not take the lock SQE in 10 s");
+		atomic_store(&h.unlock_at, clock_ns(CLOCK_MONOTONIC) + 5 * MS);
 		uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		int32_t res;
 		int shown = wait_noted(&b, &res);
@@ -377,6 +405,10 @@ static void slow_submit(int two, const int cpus[2])
 	struct urfs_ring r;
 	ring_on(&r, URFS_SETUP_DIRECT, SPIN_US);
 	setenv("UR_SERVER", srv, 1);
+	e = tu_fifo_process(r.server_pid, 1);
+	if (e)
+		printf("SCHED_FIFO refused for the server (%s): CPU-bound load beside this test can "
+		       "keep it from the SQE, and the client then spins while it is behind\n", strerror(e));
 	PIN_CPU(cpus[1]);
 	static char buf[4096] __attribute__((aligned(4096)));
 	memset(buf, 'x', sizeof(buf));
