@@ -262,8 +262,8 @@ static void measure(struct urfs_ring *m, int fd, unsigned reps, unsigned min_ms,
 
 static void print(const struct result *r)
 {
-	printf("hostile rings %2u (records %5u, waits %4u): UNLOCK median %8.1f us p99 %8.1f us "
-	       "(%u); neighbour NOP median %7.1f us p99 %7.1f us max %8.1f us (%u)\n",
+	printf("hostile rings %2u (records %5u, waits %4u): UNLOCK median %8.2f us p99 %8.1f us "
+	       "(%u); neighbour NOP median %7.2f us p99 %7.1f us max %8.1f us (%u)\n",
 	       r->rings, r->recs, r->waits, r->unlock_med, r->unlock_p99, r->unlocks, r->nop_med,
 	       r->nop_p99, r->nop_max, r->nops);
 }
