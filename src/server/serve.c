@@ -588,13 +588,15 @@ static int handover_due(struct ur_server *s, uint32_t *my_cpu, uint64_t now)
 			   s->cq_published, now);
 }
 
-/* Is ring s looked at this turn? Every turn while it is hot (work found,
- * image I/O in flight or its doorbell within UR_HOT_NS), else every
+/* Is ring s looked at this turn? Every turn while it has image I/O in
+ * flight (the eventfd that says a read is done may have been drained by
+ * host_poll: nothing else would wake a server that sleeps on it) or is hot
+ * (work found, or its doorbell or AIO eventfd, within UR_HOT_NS), else every
  * UR_COLD_EVERY turns: 62 idle rings then cost a turn 8 looks, not 62
  * (docs/ABI.md, Fairness). Only this process's memory is read here. */
 static int ring_due(struct ur_server *s, uint64_t now)
 {
-	if (now - s->busy_at < UR_HOT_NS)
+	if (now - s->busy_at < UR_HOT_NS || s->aio_inflight)
 		return 1;
 	if (s->cold_skip) {
 		s->cold_skip--;
@@ -686,6 +688,7 @@ static void host_poll(struct ur_host *h, int timeout_ms)
 			if (read(s->aio_efd, &v, sizeof(v)) < 0) {
 				/* EAGAIN: our own non-blocking eventfd, drained already */
 			}
+			s->busy_at = now_ns();   /* its completions are reaped next turn */
 			break;
 		case PF_LISTEN:
 			ur_host_accept(h);
