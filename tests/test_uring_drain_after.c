@@ -5,7 +5,9 @@
  * completes before the poll (the kernel's ring holds back what is submitted after a drain while
  * anything runs, the drained request included). And only for the drained request: after a READ,
  * a drained NOP, a POLL_ADD of an empty pipe and a NOP in one submission, the last NOP completes
- * while the poll waits, as with the kernel's ring. */
+ * while the poll waits, as with the kernel's ring: a drain holds back what comes after it until
+ * the drained request and everything before it have completed, and no longer (the first case's
+ * drained request has nothing before it to wait for, the second's waits for the READ). */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <poll.h>
