@@ -9,6 +9,7 @@
 #ifndef JAVA_COMMON_H
 #define JAVA_COMMON_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "parts.h"
 
 static char jc_bin[PATH_MAX];   /* the build directory */
 
@@ -59,9 +62,10 @@ static inline void jc_need(const char *jars)
 	}
 }
 
-/* Runs "java ... CLASS ARGS" (ARGS: shell text) with the jars on the class
- * path (and Debian's H2 jar); returns its exit status (-1: not run). */
-static inline int jc_run(const char *jars, const char *cls, const char *args)
+/* Runs "WRAP java ... CLASS ARGS" (WRAP, ARGS: shell text; WRAP may be "")
+ * with the jars on the class path (and Debian's H2 jar); returns its exit
+ * status (-1: not run). */
+static inline int jc_run(const char *wrap, const char *jars, const char *cls, const char *args)
 {
 	char cp[8192] = "", cmd[16384], one[PATH_MAX + 300];
 	char list[256];
@@ -74,12 +78,65 @@ static inline int jc_run(const char *jars, const char *cls, const char *args)
 			return -1;
 		strcat(cp, one);
 	}
-	JC_FMT(cmd, "java -Djava.library.path='%s/javalib' -cp %s:/usr/share/java/h2.jar %s %s",
-	       jc_bin, cp, cls, args);
+	JC_FMT(cmd, "%s java -Djava.library.path='%s/javalib' -cp %s:/usr/share/java/h2.jar %s %s",
+	       wrap, jc_bin, cp, cls, args);
 	printf("running: %s\n", cmd);
 	fflush(stdout);
 	st = system(cmd);
 	return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
+}
+
+/* The arguments the Java test classes take into args: "CWD CWD/img.sfs" (a
+ * fresh 64 MiB image made in the test's directory, and a directory dropin/
+ * there for jc_dropin_run), then more, then io_uring_arg when the kernel's
+ * io_uring runs here (a part that ran, else one skipped: "the kernel's
+ * io_uring: what"). */
+static inline void jc_args(char *args, size_t cap, const char *more, const char *io_uring_arg,
+			   const char *what)
+{
+	char cwd[PATH_MAX], cmd[PATH_MAX + 64], why[160], label[200];
+
+	if (!getcwd(cwd, sizeof cwd) || mkdir("dropin", 0700) != 0) {
+		printf("FAIL %s:%d: the test's directory: %s\n", __FILE__, __LINE__, strerror(errno));
+		exit(1);
+	}
+	JC_FMT(cmd, "\"%s/sfs\" mkfs --size 64M img.sfs >/dev/null", jc_bin);
+	if (system(cmd) != 0) {
+		printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, cmd);
+		exit(1);
+	}
+	JC_FMT(label, "%s on the kernel's io_uring", what);
+	int have = tu_have_io_uring(why, sizeof why);
+	if ((size_t)snprintf(args, cap, "'%s' '%s/img.sfs' %s%s%s", cwd, cwd, more,
+			     have ? " " : "", have ? io_uring_arg : "") >= cap) {
+		printf("FAIL %s:%d: arguments too long\n", __FILE__, __LINE__);
+		exit(1);
+	}
+	if (have)
+		tu_part_ran("io_uring", label);
+	else
+		tu_part_skip("io_uring", label, why);
+}
+
+/* Runs CLASS "CWD/dropin none ARG" with the kernel's io_uring blocked (noring)
+ * and the liburing drop-in emulating it (urfs-uring): its exit status, or 0
+ * and a counted skip where noring cannot block io_uring (`noring true` fails). */
+static inline int jc_dropin_run(const char *jars, const char *cls, const char *arg, const char *what)
+{
+	char cmd[PATH_MAX + 64], wrap[2 * PATH_MAX + 16], args[PATH_MAX + 200], cwd[PATH_MAX], label[200];
+
+	JC_FMT(label, "%s on the drop-in's emulated ring", what);
+	JC_FMT(cmd, "'%s/noring' true >/dev/null 2>&1", jc_bin);
+	if (system(cmd) != 0) {
+		tu_part_skip("seccomp", label, "noring cannot block io_uring here (no seccomp?)");
+		return 0;
+	}
+	tu_part_ran("seccomp", label);
+	JC_FMT(wrap, "'%s/noring' '%s/urfs-uring'", jc_bin, jc_bin);
+	if (!getcwd(cwd, sizeof cwd))
+		return -1;
+	JC_FMT(args, "'%s/dropin' none %s", cwd, arg);
+	return jc_run(wrap, jars, cls, args);
 }
 
 #endif /* JAVA_COMMON_H */
