@@ -262,6 +262,24 @@ public final class ChannelCompare {
         });
         r.step("open after interrupted lock", c2::isOpen);
         r.step("lock free after interrupted lock", () -> { FileLock x = a.tryLock(); x.release(); return x; });
+        FileChannel c4 = op.open("b", R, W);
+        r.step("reader interrupted by another thread", () -> {
+            String[] got = { "nothing" };
+            Thread t = new Thread(() -> {
+                ByteBuffer buf = ByteBuffer.allocateDirect(4096);
+                try {
+                    for (;;)
+                        c4.read(buf.clear(), 0);
+                } catch (IOException e) {
+                    got[0] = e.getClass().getName();
+                }
+            });
+            t.start();
+            Thread.sleep(50);
+            new Thread(t::interrupt).start();   // a deadlock stays in that thread
+            t.join(20_000);
+            return (t.isAlive() ? "still running (deadlock?)" : got[0]) + " open " + c4.isOpen();
+        });
         FileChannel c3 = op.open("b", R, W);
         FileLock[] held = new FileLock[1];
         r.step("lock held elsewhere", () -> held[0] = b.lock(0, 10, false));
@@ -283,7 +301,7 @@ public final class ChannelCompare {
         r.step("closed transferTo", () -> a.transferTo(0, 1, b));
         r.step("transferFrom closed src", () -> b.transferFrom(a, 0, 1));
         r.step("held lock, closing b", () -> { b.close(); return held[0]; });
-        c.close(); c2.close(); c3.close();
+        c.close(); c2.close(); c3.close(); c4.close();
         r.step("open missing", () -> op.open("missing", R));
         r.step("open missing for write", () -> op.open("missing", W));
         return r;

@@ -41,10 +41,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 public final class UrfsFileChannel extends FileChannel {
     private final Object ioLock = new Object();
+    private static final AtomicLong IDS = new AtomicLong();
+    private final long id = IDS.incrementAndGet();   // the order ioLocks are taken in
     private long h;                  // the struct urch; 0 once closed (under ioLock)
     private final String path;       // for messages
     private final Engine engine;
@@ -158,20 +161,33 @@ public final class UrfsFileChannel extends FileChannel {
         long run() throws IOException;
     }
 
-    /** Runs op on the open handle, serialized, between begin() and end(). */
+    /** Runs op on the open handle, serialized, between begin() and end().
+     * end() runs after ioLock is let go: an interrupt closes the channel from
+     * the interrupting thread, which holds our thread's blocker lock (end()
+     * needs it) while implCloseChannel waits for ioLock. */
     private long io(Op op) throws IOException {
-        synchronized (ioLock) {
-            boolean done = false;
-            try {
-                begin();
-                if (h == 0)   // closed, maybe by begin() itself (interrupted already)
-                    throw new ClosedChannelException();
-                long r = op.run();
-                done = true;
-                return r;
-            } finally {
-                end(done);
+        return frame(this, this, op);
+    }
+
+    /** op with a's and b's handles open and both serialized (locks taken in a
+     * fixed order, so two opposite transfers cannot deadlock), in a's frame. */
+    private static long frame(UrfsFileChannel a, UrfsFileChannel b, Op op) throws IOException {
+        boolean swap = a.id > b.id;
+        Object first = swap ? b.ioLock : a.ioLock, second = swap ? a.ioLock : b.ioLock;
+        boolean done = false;
+        try {
+            a.begin();
+            synchronized (first) {
+                synchronized (second) {
+                    if (a.h == 0 || b.h == 0)   // closed, maybe by begin() (interrupted already)
+                        throw new ClosedChannelException();
+                    long r = op.run();
+                    done = true;
+                    return r;
+                }
             }
+        } finally {
+            a.end(done);
         }
     }
 
@@ -363,7 +379,7 @@ public final class UrfsFileChannel extends FileChannel {
             throw new IllegalArgumentException();
         if (target instanceof UrfsFileChannel) {
             UrfsFileChannel t = (UrfsFileChannel) target;
-            return both(this, t, () -> {
+            return frame(this, t, () -> {
                 long n = checked(Native.transfer(h, pos, count, t.h, t.position));
                 t.position += n;
                 return n;
@@ -398,7 +414,7 @@ public final class UrfsFileChannel extends FileChannel {
             UrfsFileChannel s = (UrfsFileChannel) src;
             if (!s.readable)
                 throw new NonReadableChannelException();
-            return both(s, this, () -> {
+            return frame(this, s, () -> {
                 long n = checked(Native.transfer(s.h, s.position, count, h, pos));
                 s.position += n;
                 return n;
@@ -416,17 +432,6 @@ public final class UrfsFileChannel extends FileChannel {
             done += n;
         }
         return done;
-    }
-
-    /** op with both channels' handles open and both serialized; b's lock is taken
-     * inside a's io(), in a fixed order (by identity) so two opposite transfers
-     * cannot deadlock. */
-    private static long both(UrfsFileChannel a, UrfsFileChannel b, Op op) throws IOException {
-        if (a == b)
-            return a.io(op);
-        UrfsFileChannel first = System.identityHashCode(a) <= System.identityHashCode(b) ? a : b;
-        UrfsFileChannel second = first == a ? b : a;
-        return first.io(() -> second.io(op));
     }
 
     @Override
