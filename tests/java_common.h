@@ -62,24 +62,37 @@ static inline void jc_need(const char *jars)
 	}
 }
 
-/* Runs "WRAP java ... CLASS ARGS" (WRAP, ARGS: shell text; WRAP may be "")
- * with the jars on the class path (and Debian's H2 jar); returns its exit
- * status (-1: not run). */
-static inline int jc_run(const char *wrap, const char *jars, const char *cls, const char *args)
+/* The command "WRAP java ... CLASS ARGS" (WRAP, ARGS: shell text; WRAP may be "")
+ * with the jars on the class path (and Debian's H2 jar), into cmd. */
+static inline void jc_cmd(char *cmd, size_t cap, const char *wrap, const char *jars,
+			  const char *cls, const char *args)
 {
-	char cp[8192] = "", cmd[16384], one[PATH_MAX + 300];
+	char cp[8192] = "", one[PATH_MAX + 300];
 	char list[256];
-	int st;
 
-	snprintf(list, sizeof list, "%s", jars);
+	JC_FMT(list, "%s", jars);
 	for (char *s = strtok(list, " "); s; s = strtok(NULL, " ")) {
 		JC_FMT(one, "%s'%s/javalib/%s'", cp[0] ? ":" : "", jc_bin, s);
-		if (strlen(cp) + strlen(one) >= sizeof cp)
-			return -1;
+		if (strlen(cp) + strlen(one) >= sizeof cp) {
+			printf("FAIL %s:%d: class path too long\n", __FILE__, __LINE__);
+			exit(1);
+		}
 		strcat(cp, one);
 	}
-	JC_FMT(cmd, "%s java -Djava.library.path='%s/javalib' -cp %s:/usr/share/java/h2.jar %s %s",
-	       wrap, jc_bin, cp, cls, args);
+	if ((size_t)snprintf(cmd, cap, "%s java -Djava.library.path='%s/javalib' -cp %s:/usr/share/java/h2.jar %s %s",
+			     wrap, jc_bin, cp, cls, args) >= cap) {
+		printf("FAIL %s:%d: command too long\n", __FILE__, __LINE__);
+		exit(1);
+	}
+}
+
+/* Runs jc_cmd's command; returns its exit status (-1: not run). */
+static inline int jc_run(const char *wrap, const char *jars, const char *cls, const char *args)
+{
+	char cmd[16384];
+	int st;
+
+	jc_cmd(cmd, sizeof cmd, wrap, jars, cls, args);
 	printf("running: %s\n", cmd);
 	fflush(stdout);
 	st = system(cmd);
