@@ -196,8 +196,9 @@ $(OBJ)/t/test_sqlite_%: $(OBJ)/tests/test_sqlite_%.o $(SQLITE_A) $(LIBSFS) $(LIB
 
 # The Java binding (java/, docs/JAVA.md), built when javac is present: the JNI
 # library over ur_chan.h (the JDK's headers found from javac's real path), the
-# org.urfs.channel jar, the H2 FilePath's jar when H2's jar is there, and the
-# tests' jar (tests/test_java_*.c run it; they skip when it is not built).
+# org.urfs.channel jar, the H2 FilePath's jar when H2's jar is there, the
+# tests' jars (tests/test_java_*.c run them; they skip when they are not
+# built) and the page benchmark's (scripts/java-bench.sh).
 JAVAC      := $(shell command -v javac 2>/dev/null)
 JDK_HOME   := $(if $(JAVAC),$(patsubst %/bin/javac,%,$(realpath $(JAVAC))))
 H2_JAR     ?= /usr/share/java/h2.jar
@@ -207,19 +208,21 @@ URFS_JAR   := $(JAVA_OUT)/urfs.jar
 URFS_H2_JAR := $(JAVA_OUT)/urfs-h2.jar
 JTEST_JAR  := $(JAVA_OUT)/urfs-tests.jar
 JH2TEST_JAR := $(JAVA_OUT)/urfs-h2-tests.jar
+JBENCH_JAR := $(JAVA_OUT)/urfs-bench.jar
 JAVA_SRC   := $(wildcard java/src/org/urfs/channel/*.java)
 JAVA_H2_SRC := $(wildcard java/src/org/urfs/h2/*.java)
 JTEST_SRC  := $(wildcard java/test/channel/*.java)
 JH2TEST_SRC := $(wildcard java/test/h2/*.java)
+JBENCH_SRC := $(wildcard java/bench/*.java)
 JAVACFLAGS := -Xlint:all,-path -Werror -encoding UTF-8
 ifeq ($(JAVAC),)
 java:
 	@echo "java: no javac here: the Java binding and its tests are not built (docs/JAVA.md)"
 else ifeq ($(wildcard $(H2_JAR)),)
-java: $(JNI_LIB) $(URFS_JAR) $(JTEST_JAR)
+java: $(JNI_LIB) $(URFS_JAR) $(JTEST_JAR) $(JBENCH_JAR)
 	@echo "java: no $(H2_JAR): the H2 FilePath is not built (docs/JAVA.md)"
 else
-java: $(JNI_LIB) $(URFS_JAR) $(URFS_H2_JAR) $(JTEST_JAR) $(JH2TEST_JAR)
+java: $(JNI_LIB) $(URFS_JAR) $(URFS_H2_JAR) $(JTEST_JAR) $(JH2TEST_JAR) $(JBENCH_JAR)
 endif
 
 $(OBJ)/java/jni/%.pic.o: CPPFLAGS += -I$(JDK_HOME)/include -I$(JDK_HOME)/include/linux
@@ -237,6 +240,8 @@ $(URFS_H2_JAR): $(JAVA_H2_SRC) $(URFS_JAR)
 	$(call JAR,$(JAVA_H2_SRC),$(URFS_JAR):$(H2_JAR))
 $(JTEST_JAR): $(JTEST_SRC) $(URFS_JAR)
 	$(call JAR,$(JTEST_SRC),$(URFS_JAR))
+$(JBENCH_JAR): $(JBENCH_SRC) $(URFS_JAR)
+	$(call JAR,$(JBENCH_SRC),$(URFS_JAR))
 $(JH2TEST_JAR): $(JH2TEST_SRC) $(URFS_H2_JAR)
 	$(call JAR,$(JH2TEST_SRC),$(URFS_JAR):$(URFS_H2_JAR):$(H2_JAR))
 
