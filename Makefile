@@ -219,8 +219,8 @@ ifeq ($(JAVAC),)
 java:
 	@echo "java: no javac here: the Java binding and its tests are not built (docs/JAVA.md)"
 else ifeq ($(wildcard $(H2_JAR)),)
-java: $(JNI_LIB) $(URFS_JAR) $(JTEST_JAR) $(JBENCH_JAR)
-	@echo "java: no $(H2_JAR): the H2 FilePath is not built (docs/JAVA.md)"
+java: $(JNI_LIB) $(URFS_JAR) $(JTEST_JAR)
+	@echo "java: no $(H2_JAR): the H2 FilePath and the benchmarks are not built (docs/JAVA.md)"
 else
 java: $(JNI_LIB) $(URFS_JAR) $(URFS_H2_JAR) $(JTEST_JAR) $(JH2TEST_JAR) $(JBENCH_JAR)
 endif
@@ -240,8 +240,8 @@ $(URFS_H2_JAR): $(JAVA_H2_SRC) $(URFS_JAR)
 	$(call JAR,$(JAVA_H2_SRC),$(URFS_JAR):$(H2_JAR))
 $(JTEST_JAR): $(JTEST_SRC) $(URFS_JAR)
 	$(call JAR,$(JTEST_SRC),$(URFS_JAR))
-$(JBENCH_JAR): $(JBENCH_SRC) $(URFS_JAR)
-	$(call JAR,$(JBENCH_SRC),$(URFS_JAR))
+$(JBENCH_JAR): $(JBENCH_SRC) $(URFS_H2_JAR)
+	$(call JAR,$(JBENCH_SRC),$(URFS_JAR):$(URFS_H2_JAR):$(H2_JAR))
 $(JH2TEST_JAR): $(JH2TEST_SRC) $(URFS_H2_JAR)
 	$(call JAR,$(JH2TEST_SRC),$(URFS_JAR):$(URFS_H2_JAR):$(H2_JAR))
 
