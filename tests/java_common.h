@@ -22,6 +22,24 @@
 
 static char jc_bin[PATH_MAX];   /* the build directory */
 
+/* A sanitizer build (make SANITIZE=1) has an ASan-built liburfs_jni.so, which a
+ * JVM loads only with ASan's runtime first: preloaded, with SIGSEGV left to
+ * the JVM and no leak report (the JVM keeps its memory). gcc's runtimes. */
+#if defined(__SANITIZE_ADDRESS__)
+#define JC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define JC_ASAN 1
+#endif
+#endif
+#if defined(JC_ASAN)
+#define JC_SAN_ENV "env LD_PRELOAD=\"$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)\" " \
+	"ASAN_OPTIONS=handle_segv=0:detect_leaks=0:allow_user_segv_handler=1 " \
+	"UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
+#else
+#define JC_SAN_ENV ""
+#endif
+
 /* snprintf into an array, failing the test if the text does not fit. */
 #define JC_FMT(buf, ...) do { int n_ = snprintf((buf), sizeof(buf), __VA_ARGS__); \
 	if (n_ < 0 || (size_t)n_ >= sizeof(buf)) { printf("FAIL %s:%d: text too long\n", \
@@ -48,6 +66,10 @@ static inline void jc_need(const char *jars)
 		for (int up = 0; up < 3; up++)   /* BIN/obj/t/test_x -> BIN */
 			*strrchr(jc_bin, '/') = 0;
 	}
+#if defined(__clang__) && defined(JC_ASAN)
+	printf("a JVM cannot load clang's ASan-built liburfs_jni.so here (its runtime is not preloaded)\n");
+	exit(77);
+#endif
 	if (system("java -version >/dev/null 2>&1") != 0) {
 		printf("no java launcher here (install openjdk-17-jdk-headless: scripts/install-deps.sh)\n");
 		exit(77);
@@ -79,8 +101,8 @@ static inline void jc_cmd(char *cmd, size_t cap, const char *wrap, const char *j
 		}
 		strcat(cp, one);
 	}
-	if ((size_t)snprintf(cmd, cap, "%s java -Djava.library.path='%s/javalib' -cp %s:/usr/share/java/h2.jar %s %s",
-			     wrap, jc_bin, cp, cls, args) >= cap) {
+	if ((size_t)snprintf(cmd, cap, "%s %s java -Djava.library.path='%s/javalib' -cp %s:/usr/share/java/h2.jar %s %s",
+			     wrap, JC_SAN_ENV, jc_bin, cp, cls, args) >= cap) {
 		printf("FAIL %s:%d: command too long\n", __FILE__, __LINE__);
 		exit(1);
 	}
