@@ -94,10 +94,11 @@ UNINST_PC  := $(O)/libur_fs-uninstalled.pc
 
 .PHONY: all progs runtime test check clean install fuzz run deps deb deb-deps mutate java
 .SECONDARY:
-all: runtime $(TESTS)
+all: runtime $(TESTS) java
 # What any test needs besides its own program: scripts/mutate.sh builds this and the
 # tests a mutant names, not every test (a change to a library relinks all of them).
-runtime: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTLIBS) $(UNINST_PC) java
+# (The Java parts are not in it: no mutant names a Java test.)
+runtime: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTLIBS) $(UNINST_PC)
 progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH)
 
 $(OBJ)/%.o: %.c
