@@ -92,11 +92,12 @@ PC = sed -e 's|@PREFIX@|$(1)|;s|@LIBDIR@|$(2)|;s|@INCDIR@|$(3)|;s|@VERSION@|$(VE
 # NAME-uninstalled.pc: PKG_CONFIG_PATH=$(O) pkg-config --libs libur_fs).
 UNINST_PC  := $(O)/libur_fs-uninstalled.pc
 
-.PHONY: all progs runtime test check clean install fuzz run deps deb deb-deps mutate
+.PHONY: all progs runtime test check clean install fuzz run deps deb deb-deps mutate java
 .SECONDARY:
-all: runtime $(TESTS)
+all: runtime $(TESTS) java
 # What any test needs besides its own program: scripts/mutate.sh builds this and the
 # tests a mutant names, not every test (a change to a library relinks all of them).
+# (The Java parts are not in it: no mutant names a Java test.)
 runtime: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTLIBS) $(UNINST_PC)
 progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH)
 
@@ -194,6 +195,57 @@ $(OBJ)/t/test_sqlite_%: $(OBJ)/tests/test_sqlite_%.o $(SQLITE_A) $(LIBSFS) $(LIB
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(RPATH_TEST) -o $@ $< $(SQLITE_A) $(LIBSFS) $(LINK_UR) -lsqlite3 $(LDLIBS_BASE)
 
+# The Java binding (java/, docs/JAVA.md), built when javac is present: the JNI
+# library over ur_chan.h (the JDK's headers found from javac's real path), the
+# org.urfs.channel jar, the H2 FilePath's jar when H2's jar is there, the
+# tests' jars (tests/test_java_*.c run them; they skip when they are not
+# built) and the page benchmark's (scripts/java-bench.sh).
+JAVAC      := $(shell command -v javac 2>/dev/null)
+JDK_HOME   := $(if $(JAVAC),$(patsubst %/bin/javac,%,$(realpath $(JAVAC))))
+H2_JAR     ?= /usr/share/java/h2.jar
+JAVA_OUT   := $(O)/javalib
+JNI_LIB    := $(JAVA_OUT)/liburfs_jni.so
+URFS_JAR   := $(JAVA_OUT)/urfs.jar
+URFS_H2_JAR := $(JAVA_OUT)/urfs-h2.jar
+JTEST_JAR  := $(JAVA_OUT)/urfs-tests.jar
+JH2TEST_JAR := $(JAVA_OUT)/urfs-h2-tests.jar
+JBENCH_JAR := $(JAVA_OUT)/urfs-bench.jar
+JAVA_SRC   := $(wildcard java/src/org/urfs/channel/*.java)
+JAVA_H2_SRC := $(wildcard java/src/org/urfs/h2/*.java)
+JTEST_SRC  := $(wildcard java/test/channel/*.java)
+JH2TEST_SRC := $(wildcard java/test/h2/*.java)
+JBENCH_SRC := $(wildcard java/bench/*.java)
+JAVACFLAGS := -Xlint:all,-path -Werror -encoding UTF-8
+ifeq ($(JAVAC),)
+java:
+	@echo "java: no javac here: the Java binding and its tests are not built (docs/JAVA.md)"
+else ifeq ($(wildcard $(H2_JAR)),)
+java: $(JNI_LIB) $(URFS_JAR) $(JTEST_JAR)
+	@echo "java: no $(H2_JAR): the H2 FilePath and the benchmarks are not built (docs/JAVA.md)"
+else
+java: $(JNI_LIB) $(URFS_JAR) $(URFS_H2_JAR) $(JTEST_JAR) $(JH2TEST_JAR) $(JBENCH_JAR)
+endif
+
+$(OBJ)/java/jni/%.pic.o: CPPFLAGS += -I$(JDK_HOME)/include -I$(JDK_HOME)/include/linux
+$(JNI_LIB): $(OBJ)/java/jni/urfs_jni.pic.o $(LIBUR)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/..' -o $@ $< $(LINK_UR) $(LDLIBS_BASE)
+
+# jar SOURCES CLASSPATH: compiles into a fresh directory beside the jar, then packs it.
+JAR = rm -rf $@.d && mkdir -p $@.d && $(JAVAC) $(JAVACFLAGS) -d $@.d $(if $(2),-cp $(2)) $(1) && \
+	$(JDK_HOME)/bin/jar --create --file $@ -C $@.d . && rm -rf $@.d
+$(URFS_JAR): $(JAVA_SRC)
+	@mkdir -p $(dir $@)
+	$(call JAR,$(JAVA_SRC),)
+$(URFS_H2_JAR): $(JAVA_H2_SRC) $(URFS_JAR)
+	$(call JAR,$(JAVA_H2_SRC),$(URFS_JAR):$(H2_JAR))
+$(JTEST_JAR): $(JTEST_SRC) $(URFS_JAR)
+	$(call JAR,$(JTEST_SRC),$(URFS_JAR))
+$(JBENCH_JAR): $(JBENCH_SRC) $(URFS_H2_JAR)
+	$(call JAR,$(JBENCH_SRC),$(URFS_JAR):$(URFS_H2_JAR):$(H2_JAR))
+$(JH2TEST_JAR): $(JH2TEST_SRC) $(URFS_H2_JAR)
+	$(call JAR,$(JH2TEST_SRC),$(URFS_JAR):$(URFS_H2_JAR):$(H2_JAR))
+
 # Both README commands install missing Debian packages first (a no-op when present).
 deps:
 	@sh scripts/install-deps.sh
@@ -272,6 +324,6 @@ deb: deb-deps
 
 clean:
 	rm -rf $(OBJ) $(TOOLS) $(UNINST_PC) $(O)/simplefs_server $(O)/bench $(O)/libur_fs.so* $(SQLITE_EXT) $(URING_DIR) $(O)/fuzz_sfs $(O)/fuzz-corpus \
-	  $(O)/fuzz_server $(O)/fuzz-corpus-server $(O)/fuzz_uring $(O)/fuzz-corpus-uring $(O)/deb
+	  $(O)/fuzz_server $(O)/fuzz-corpus-server $(O)/fuzz_uring $(O)/fuzz-corpus-uring $(O)/deb $(JAVA_OUT)
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

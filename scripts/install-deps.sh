@@ -3,7 +3,8 @@
 # scripts/install-deps.sh - installs what the project needs to build, test and
 # benchmark, from Debian's packages. Runs apt-get as root (or through sudo);
 # does nothing when everything is already there.
-#   sh scripts/install-deps.sh          what make run / make test need
+#   sh scripts/install-deps.sh          what make run / make test need (with the
+#                                       JDK and H2 for the Java binding's tests)
 #   sh scripts/install-deps.sh deb      that, plus what make deb needs (debhelper, lintian)
 #   sh scripts/install-deps.sh mariadb  that, plus mariadb-server and sysbench, for
 #                                       test_dropin_mariadb and scripts/mariadb-sysbench.sh
@@ -11,7 +12,7 @@
 # mysqld: a policy-rc.d that answers 101 is in place during the install (and removed
 # after it if this script made it).
 set -e
-PKGS="build-essential clang libclang-rt-14-dev liburing-dev libaio-dev valgrind fio gnuplot-nox groff-base plocate qemu-utils strace libsqlite3-dev sqlite3 python3"
+PKGS="build-essential clang libclang-rt-14-dev liburing-dev libaio-dev valgrind fio gnuplot-nox groff-base plocate qemu-utils strace libsqlite3-dev sqlite3 python3 openjdk-17-jdk-headless libh2-java"
 for a in "$@"; do
 	case $a in
 	deb) PKGS="$PKGS debhelper dpkg-dev fakeroot lintian pkg-config man-db" ;;
