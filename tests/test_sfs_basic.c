@@ -2,7 +2,7 @@
 /* Description: SimpleFS basics - format, mount, create/write/read/seek/pread/pwrite,
  * remount persistence, stat, statfs, readdir, unlink (also while open), truncate,
  * holes, lock (-EBUSY naming the pid), fsck clean, memory device, reused blocks read
- * as zeros, O_DIRECT mounts (unaligned I/O), classic API. */
+ * as zeros, O_DIRECT mounts (unaligned I/O), classic API, a NULL fs (-EINVAL). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +148,31 @@ static void test_handle_api(void)
 	CHECK(sfs_file_read(fs, 999, b, 1) == -EBADF);
 	CHECK(sfs_file_write(fs, -1, b, 1) == -EBADF);
 	CHECK(sfs_file_close(fs, 12345) == -EBADF);
+
+	/* No fs at all: -EINVAL from every call of the handle API (man3). */
+	struct sfs *nofs = NULL;
+	struct sfs_extent nox;
+	struct sfs_statfs sfst;
+	CHECK(sfs_file_open(nofs, "alpha", SFS_O_CREAT) == -EINVAL);
+	CHECK(sfs_file_close(nofs, 0) == -EINVAL);
+	CHECK(sfs_file_pread(nofs, 0, b, 1, 0) == -EINVAL);
+	CHECK(sfs_file_read(nofs, 0, b, 1) == -EINVAL);
+	CHECK(sfs_file_pwrite(nofs, 0, b, 1, 0) == -EINVAL);
+	CHECK(sfs_file_write(nofs, 0, b, 1) == -EINVAL);
+	CHECK(sfs_file_seek(nofs, 0, 0, SEEK_SET) == -EINVAL);
+	CHECK(sfs_file_fsync(nofs, 0) == -EINVAL);
+	CHECK(sfs_file_truncate(nofs, 0, 0) == -EINVAL);
+	CHECK(sfs_unlink(nofs, "alpha") == -EINVAL);
+	CHECK(sfs_file_stat(nofs, 0, &st) == -EINVAL);
+	CHECK(sfs_stat(nofs, "alpha", &st) == -EINVAL);
+	CHECK(sfs_statfs(nofs, &sfst) == -EINVAL);
+	CHECK(sfs_readdir(nofs, &(uint32_t){ 0 }, &st) == -EINVAL);
+	CHECK(sfs_file_map(nofs, 0, 0, 1, &nox, 1) == -EINVAL);
+	CHECK(sfs_file_map_write(nofs, 0, 0, 1, &nox, 1) == -EINVAL);
+	CHECK(sfs_image_fd(nofs, NULL) == -EINVAL);
+	CHECK(sfs_sync(nofs) == -EINVAL);
+	CHECK(sfs_unmount(nofs) == -EINVAL);
+	CHECK(sfs_mount_warnings(nofs, NULL, 0) == 0);
 
 	/* Read-only handle. */
 	int fr = sfs_file_open(fs, "alpha", SFS_O_RDONLY);
