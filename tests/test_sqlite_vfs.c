@@ -12,11 +12,11 @@
  * between two connections of the process in both modes; another process
  * cannot open a channel on the image while the VFS uses it; the image from
  * the URI or $SFS_IMAGE; names the image cannot hold are refused (by
- * xFullPathname and by xOpen); the WAL index's locks at the file level (a
- * handle's own SHARED does not keep its EXCLUSIVE off, another's does); a
- * full image reported by the write that passes 32 MiB pending, and a failed
- * batch leaving the size to be asked again; registration
- * refused over a host VFS older than version 2. */
+ * xFullPathname and by xOpen); the WAL index's regions (several, shared by
+ * the handles) and its locks at the file level (a handle's own SHARED does
+ * not keep its EXCLUSIVE off, another's does); a full image reported by the
+ * write that passes 32 MiB pending, and a failed batch leaving the size to be
+ * asked again; registration refused over a host VFS older than version 2. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <sqlite3.h>
@@ -480,6 +480,20 @@ static void shm_locks(void)
 	CHECK_EQ(f->pMethods->xShmMap(f, 0, 32768, 1, &p), SQLITE_OK);
 	CHECK_EQ(g->pMethods->xShmMap(g, 0, 32768, 1, &q), SQLITE_OK);
 	CHECK(p != NULL && p == q);
+	/* Regions past the first: up to 5 in one call, the others seen by g;
+	 * one not yet mapped, asked without extend, is NULL. */
+	void volatile *r[6] = { NULL };
+	CHECK_EQ(f->pMethods->xShmMap(f, 5, 32768, 1, &r[5]), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xShmMap(g, 6, 32768, 0, &q), SQLITE_OK);
+	CHECK(q == NULL);
+	for (int i = 0; i < 6; i++) {
+		CHECK_EQ(g->pMethods->xShmMap(g, i, 32768, 0, &q), SQLITE_OK);
+		if (i < 5)
+			r[i] = q;
+		CHECK(q != NULL && q == r[i] && (i == 0 || q != r[i - 1]));
+		((volatile char *)q)[32767] = (char)i;
+	}
+	CHECK(((volatile char *)r[4])[32767] == 4);
 	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, sh), SQLITE_OK);
 	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, ex), SQLITE_OK);     /* its own SHARED */
 	CHECK_EQ(g->pMethods->xShmLock(g, 3, 1, sh), SQLITE_BUSY);
