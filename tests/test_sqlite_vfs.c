@@ -4,7 +4,8 @@
  * mode, a 3 MiB blob and thousands of pages, persistence across a reopen,
  * integrity_check; at the file level: writes stay pending (the file inside
  * the image is unchanged) until xSync, reads and a second handle see the
- * pending bytes, xSync puts them in the file, truncate cuts pending and
+ * pending bytes, xSync puts them in the file (one without memory for its
+ * batch fails and leaves them pending), truncate cuts pending and
  * cached bytes, a read over held chunks around one not held, short reads
  * (also across the end, from the server); delete-on-close files;
  * xAccess/xDelete of journals, names that are only "-journal" or "-wal", the
@@ -50,6 +51,23 @@ char *__realpath_chk(const char *restrict path, char *restrict resolved, size_t 
 		*(void **)&next = dlsym(RTLD_NEXT, "__realpath_chk");
 	__atomic_add_fetch(&realpath_calls, 1, __ATOMIC_RELAXED);
 	return next(path, resolved, len);
+}
+
+/* calloc fails while nomem is set in this thread (ov_flush's arrays for a
+ * batch); otherwise it is the next library's (libc's, or ASan's). */
+static __thread int nomem, nomem_dlsym;
+
+void *calloc(size_t n, size_t size)
+{
+	static void *(*next)(size_t, size_t);
+	if (nomem || nomem_dlsym)
+		return errno = ENOMEM, NULL;
+	if (!next) {
+		nomem_dlsym = 1;   /* dlsym's own calloc: NULL, which it survives */
+		*(void **)&next = dlsym(RTLD_NEXT, "calloc");
+		nomem_dlsym = 0;
+	}
+	return next ? next(n, size) : (errno = ENOMEM, NULL);
 }
 
 static void exec_ok(sqlite3 *db, const char *sql)
@@ -210,6 +228,11 @@ static void file_round(void)
 	memset(b, 0xEE, sizeof(b));
 	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 11000), SQLITE_IOERR_SHORT_READ);
 	CHECK(!memcmp(b, a + 11000, 1000) && !memcmp(b + 1000, z, 1000));
+	/* No memory for the batch: xSync fails and the bytes stay pending. */
+	nomem = 1;
+	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_IOERR_FSYNC);
+	nomem = 0;
+	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 0);
 	/* xSync: now the file inside the image has them. */
 	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_OK);
 	memset(b, 0xEE, sizeof(b));
