@@ -2,7 +2,8 @@
 /* Description: SimpleFS basics - format, mount, create/write/read/seek/pread/pwrite,
  * remount persistence, stat, statfs, readdir, unlink (also while open), truncate,
  * holes, lock (-EBUSY naming the pid), fsck clean, memory device, reused blocks read
- * as zeros, O_DIRECT mounts (unaligned I/O), classic API, a NULL fs (-EINVAL). */
+ * as zeros, O_DIRECT mounts (unaligned I/O), classic API, a NULL fs (-EINVAL), a
+ * transaction committed only when it would exceed the journal's capacity. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,6 +263,34 @@ static void test_handle_api(void)
 	CHECK(strcmp(err, "not a SimpleFS image") == 0);
 }
 
+/* A transaction that exactly fills the journal waits for more, as any
+ * other: a commit comes when it is about to exceed the journal's capacity
+ * (FORMAT.md). With the journal capped to 4 blocks, creates in slots 0..93
+ * dirty directory blocks 0..3 and write nothing; the next create commits. */
+extern unsigned sfs_debug_jcap;   /* src/sfs test knob (src/sfs/meta.c) */
+
+static void test_txn_full(void)
+{
+	struct sfs_dev *dev = sfs_faultdev_new(2u << 20);
+	struct sfs *fs;
+	char err[256], name[16];
+	REQUIRE(dev && sfs_format_dev(dev, 0) == 0);
+	sfs_debug_jcap = 4;
+	REQUIRE(sfs_mount_dev(dev, 0, 0, &fs, err, sizeof err) == 0);
+	sfs_debug_jcap = 0;
+	uint64_t w = sfs_faultdev_writes(dev);
+	for (int i = 0; i <= 94; i++) {
+		if (i == 94)
+			CHECK(sfs_faultdev_writes(dev) == w);   /* 4 blocks dirty */
+		snprintf(name, sizeof name, "f%d", i);
+		int fd = sfs_file_open(fs, name, SFS_O_CREAT);
+		CHECK(fd >= 0 && sfs_file_close(fs, fd) == 0);
+	}
+	CHECK(sfs_faultdev_writes(dev) > w);            /* it might need a fifth: committed */
+	CHECK(sfs_unmount(fs) == 0);
+	sfs_dev_free(dev);
+}
+
 static void test_memdev(void)
 {
 	struct sfs_dev *dev = sfs_memdev_new(NULL, 0, 2u << 20);
@@ -469,6 +498,7 @@ int main(void)
 {
 	test_handle_api();
 	test_memdev();
+	test_txn_full();
 	test_reuse_zero();
 	test_enospc_nochange();
 	test_direct();
