@@ -3,7 +3,8 @@
  * remount persistence, stat, statfs, readdir, unlink (also while open), truncate,
  * holes, lock (-EBUSY naming the pid), fsck clean, memory device, reused blocks read
  * as zeros, O_DIRECT mounts (unaligned I/O), classic API, a NULL fs (-EINVAL), a
- * transaction committed only when it would exceed the journal's capacity. */
+ * transaction committed only when it would exceed the journal's capacity, a
+ * create refused by a full directory writing nothing. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,7 +267,9 @@ static void test_handle_api(void)
 /* A transaction that exactly fills the journal waits for more, as any
  * other: a commit comes when it is about to exceed the journal's capacity
  * (FORMAT.md). With the journal capped to 4 blocks, creates in slots 0..93
- * dirty directory blocks 0..3 and write nothing; the next create commits. */
+ * dirty directory blocks 0..3 and write nothing; the next create commits.
+ * A create refused by a full directory (124 slots) writes nothing, not even
+ * with the transaction at the journal's capacity. */
 extern unsigned sfs_debug_jcap;   /* src/sfs test knob (src/sfs/meta.c) */
 
 static void test_txn_full(void)
@@ -274,7 +277,7 @@ static void test_txn_full(void)
 	struct sfs_dev *dev = sfs_faultdev_new(2u << 20);
 	struct sfs *fs;
 	char err[256], name[16];
-	REQUIRE(dev && sfs_format_dev(dev, 0) == 0);
+	REQUIRE(dev && sfs_format_dev(dev, 124) == 0);
 	sfs_debug_jcap = 4;
 	REQUIRE(sfs_mount_dev(dev, 0, 0, &fs, err, sizeof err) == 0);
 	sfs_debug_jcap = 0;
@@ -287,6 +290,20 @@ static void test_txn_full(void)
 		CHECK(fd >= 0 && sfs_file_close(fs, fd) == 0);
 	}
 	CHECK(sfs_faultdev_writes(dev) > w);            /* it might need a fifth: committed */
+	for (int i = 95; i < 124; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		int fd = sfs_file_open(fs, name, SFS_O_CREAT);
+		CHECK(fd >= 0 && sfs_file_close(fs, fd) == 0);
+	}
+	CHECK(sfs_sync(fs) == 0);
+	for (int i = 0; i < 124; i += 31) {            /* slots 0, 31, 62, 93: 4 blocks dirty */
+		snprintf(name, sizeof name, "f%d", i);
+		int fd = sfs_file_open(fs, name, 0);
+		CHECK(fd >= 0 && sfs_file_truncate(fs, fd, 10) == 0 && sfs_file_close(fs, fd) == 0);
+	}
+	w = sfs_faultdev_writes(dev);
+	CHECK(sfs_file_open(fs, "extra", SFS_O_CREAT) == -ENOSPC);
+	CHECK(sfs_faultdev_writes(dev) == w);
 	CHECK(sfs_unmount(fs) == 0);
 	sfs_dev_free(dev);
 }
