@@ -6,7 +6,8 @@
  * the image is unchanged) until xSync, reads and a second handle see the
  * pending bytes, xSync puts them in the file (one without memory for its
  * batch fails and leaves them pending), truncate cuts pending and
- * cached bytes, a read over held chunks around one not held, short reads
+ * cached bytes, a read over held chunks around one not held, writes that
+ * meet the held bytes reading nothing from the file, short reads
  * (also across the end, from the server); delete-on-close files;
  * xAccess/xDelete of journals, names that are only "-journal" or "-wal", the
  * known-absent journal answered from the node (no realpath); xDlError; locks
@@ -51,6 +52,19 @@ char *__realpath_chk(const char *restrict path, char *restrict resolved, size_t 
 		*(void **)&next = dlsym(RTLD_NEXT, "__realpath_chk");
 	__atomic_add_fetch(&realpath_calls, 1, __ATOMIC_RELAXED);
 	return next(path, resolved, len);
+}
+
+/* Calls of urch_read in the process (the VFS reads the file itself with it;
+ * libur_fs's definition comes after this one). */
+static int urch_reads;
+
+int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
+{
+	static int64_t (*next)(struct urch *, void *, size_t, uint64_t);
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "urch_read");
+	__atomic_add_fetch(&urch_reads, 1, __ATOMIC_RELAXED);
+	return next(ch, buf, len, pos);
 }
 
 /* calloc fails while nomem is set in this thread (ov_flush's arrays for a
@@ -487,6 +501,32 @@ static void held_around_gap(void)
 	free(f);
 }
 
+/* Writes that meet the bytes a chunk holds, ending where they start or
+ * starting where they end, leave no gap: nothing is read from the file. */
+static void adjacent_writes(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int out = 0;
+	static unsigned char a[4096], b[4096];
+	fill(a, sizeof(a), 6);
+	CHECK_EQ(vfs->xOpen(vfs, "adj.db", f, fl, &out), SQLITE_OK);
+	int n0 = urch_reads;
+	CHECK_EQ(f->pMethods->xWrite(f, a + 1000, 1000, 1000), SQLITE_OK);  /* held: [1000, 2000) */
+	CHECK_EQ(f->pMethods->xWrite(f, a + 500, 500, 500), SQLITE_OK);     /* ends at 1000 */
+	CHECK_EQ(f->pMethods->xWrite(f, a + 2000, 500, 2000), SQLITE_OK);   /* starts at 2000 */
+	CHECK_EQ(urch_reads, n0);
+	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 500), SQLITE_OK);
+	CHECK(!memcmp(b, a + 500, 2000));
+	CHECK_EQ(f->pMethods->xWrite(f, a + 3000, 10, 3000), SQLITE_OK);    /* a gap: read */
+	CHECK(urch_reads > n0);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "adj.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+}
+
 /* The WAL index's locks at the file level, as the unix VFS keeps them: a
  * handle may take EXCLUSIVE on a slot where it alone holds SHARED; another
  * handle's SHARED keeps it off (SQLITE_BUSY). */
@@ -699,6 +739,7 @@ int main(void)
 	delete_on_close();
 	names_and_cache();
 	held_around_gap();
+	adjacent_writes();
 	shm_locks();
 	full_at_write();
 	journal_and_locks();
