@@ -10,7 +10,7 @@
  * until the next mount. A failed sync that may have lost the last commit's
  * installs makes the next commit install that transaction again from the
  * journal (a power cut after it loses nothing committed); if that fails (the
- * journal's read or the sync), the mount refuses changes. The device here is
+ * journal's read, a write or the sync), the mount refuses changes. The device here is
  * sfs_errdev (failures injected by count) over a fault device: a failed sync
  * forgets the writes it was to make durable, as Linux does. */
 #include <errno.h>
@@ -120,10 +120,12 @@ int main(void)
 	a = sfs_file_open(fs, "a", 0);
 	CHECK(a >= 0);
 
-	/* 3b. the reinstall itself fails: the journal cannot be read back (k 0)
-	 *     or its sync fails (k 1); the commit fails, and the mount with it,
-	 *     as after a failed sync inside a commit */
-	for (int k = 0; k < 2; k++) {
+	/* 3b. the reinstall itself fails: the journal cannot be read back (k 0),
+	 *     its sync fails (k 1) or its first write does (k 2); the commit
+	 *     fails, and the mount with it, as after a failed sync inside a
+	 *     commit */
+	static const unsigned reinstall_fails[] = { SFS_ERR_READ, SFS_ERR_SYNC, SFS_ERR_WRITE };
+	for (int k = 0; k < 3; k++) {
 		char gn[] = "g0", hn[] = "h0";
 		gn[1] = hn[1] = (char)('0' + k);
 		int g = open_write(fs, gn, 'g', 4096);
@@ -133,7 +135,7 @@ int main(void)
 		CHECK_EQ(sfs_file_fsync(fs, g), -EIO); /* the next commit reinstalls */
 		int h = open_write(fs, hn, 'h', 4096);
 		uint64_t inj = sfs_errdev_injected(dev);
-		sfs_errdev_arm(dev, k ? SFS_ERR_SYNC : SFS_ERR_READ, 1, 1, -EIO);
+		sfs_errdev_arm(dev, reinstall_fails[k], 1, 1, -EIO);
 		CHECK_EQ(sfs_file_fsync(fs, h), -EIO);
 		CHECK_EQ(sfs_errdev_injected(dev), inj + 1);
 		CHECK_EQ(sfs_file_pwrite(fs, a, buf, 10, 0), -EIO);   /* no more changes */
