@@ -12,7 +12,8 @@
  * journal (a power cut after it loses nothing committed); if that fails (the
  * journal's read, a write or the sync), the mount refuses changes. The device here is
  * sfs_errdev (failures injected by count) over a fault device: a failed sync
- * forgets the writes it was to make durable, as Linux does. */
+ * forgets the writes it was to make durable, as Linux does. Last, a failed
+ * write that zeroes a kept block's tail fails the truncate up that needed it. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -181,6 +182,19 @@ int main(void)
 	char err[256] = "";
 	CHECK_EQ(sfs_fsck_dev(dev, 0, &res, NULL, NULL, err, sizeof err), 0);
 	CHECK_EQ(res.errors_found, 0);
+
+	/* 5. a truncate up over a kept block's stale tail zeroes it first; when
+	 *    that write fails the truncate fails and the size stays: no stale
+	 *    byte becomes file data */
+	fs = mount_dev(dev);
+	int z = open_write(fs, "z", 'z', 4096);
+	CHECK_EQ(sfs_file_truncate(fs, z, 100), 0);   /* the block stays, 'z' past 100 */
+	CHECK_EQ(sfs_sync(fs), 0);
+	sfs_errdev_arm(dev, SFS_ERR_WRITE, 1, 1, -EIO);
+	CHECK_EQ(sfs_file_truncate(fs, z, 4096), -EIO);
+	CHECK_EQ(sfs_file_pread(fs, z, buf, 4096, 0), 100);
+	CHECK_EQ(sfs_file_close(fs, z), 0);
+	sfs_unmount(fs);
 	sfs_dev_free(dev);
 	printf("ok\n");
 	return 0;
