@@ -3,7 +3,8 @@
  * Format writes a copy of the superblock in the image's last block. Every one of
  * the 32768 bits of the primary superblock - magic, geometry, informational and
  * reserved bytes, the trailer - is flipped in turn: the image still mounts (with
- * the backup, and sfs_mount_warnings says so), its files read back whole, fsck
+ * the backup, and sfs_mount_warnings says so; without a warning its message is
+ * empty), its files read back whole, fsck
  * reports the damage, fsck -y restores the primary byte for byte (the whole image
  * is then the pristine one) and a second fsck is clean. fsck also finds and
  * rewrites a damaged backup. An image made before backups existed (no last block
@@ -144,6 +145,9 @@ int main(void)
 	CHECK_EQ(dev->pwrite(dev, cur, BS, (uint64_t)total * BS), 0);
 	CHECK_EQ(sfs_mount_dev(dev, 0, 0, &fs, err, sizeof err), 0);
 	CHECK_EQ(sfs_mount_warnings(fs, NULL, 0), 0);
+	char wmsg[64] = "stale";
+	CHECK_EQ(sfs_mount_warnings(fs, wmsg, sizeof wmsg), 0);
+	CHECK_EQ(wmsg[0], 0);                    /* no warning: an empty message */
 	CHECK_EQ(sfs_unmount(fs), 0);
 	CHECK_EQ(sfs_fsck_dev(dev, 0, &res, NULL, NULL, err, sizeof err), 0);
 	CHECK_EQ(res.errors_found, 1);

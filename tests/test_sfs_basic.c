@@ -2,7 +2,9 @@
 /* Description: SimpleFS basics - format, mount, create/write/read/seek/pread/pwrite,
  * remount persistence, stat, statfs, readdir, unlink (also while open), truncate,
  * holes, lock (-EBUSY naming the pid), fsck clean, memory device, reused blocks read
- * as zeros, O_DIRECT mounts (unaligned I/O), classic API. */
+ * as zeros, O_DIRECT mounts (unaligned I/O), classic API, a NULL fs (-EINVAL), a
+ * transaction committed only when it would exceed the journal's capacity, a
+ * create refused by a full directory writing nothing. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +151,31 @@ static void test_handle_api(void)
 	CHECK(sfs_file_write(fs, -1, b, 1) == -EBADF);
 	CHECK(sfs_file_close(fs, 12345) == -EBADF);
 
+	/* No fs at all: -EINVAL from every call of the handle API (man3). */
+	struct sfs *nofs = NULL;
+	struct sfs_extent nox;
+	struct sfs_statfs sfst;
+	CHECK(sfs_file_open(nofs, "alpha", SFS_O_CREAT) == -EINVAL);
+	CHECK(sfs_file_close(nofs, 0) == -EINVAL);
+	CHECK(sfs_file_pread(nofs, 0, b, 1, 0) == -EINVAL);
+	CHECK(sfs_file_read(nofs, 0, b, 1) == -EINVAL);
+	CHECK(sfs_file_pwrite(nofs, 0, b, 1, 0) == -EINVAL);
+	CHECK(sfs_file_write(nofs, 0, b, 1) == -EINVAL);
+	CHECK(sfs_file_seek(nofs, 0, 0, SEEK_SET) == -EINVAL);
+	CHECK(sfs_file_fsync(nofs, 0) == -EINVAL);
+	CHECK(sfs_file_truncate(nofs, 0, 0) == -EINVAL);
+	CHECK(sfs_unlink(nofs, "alpha") == -EINVAL);
+	CHECK(sfs_file_stat(nofs, 0, &st) == -EINVAL);
+	CHECK(sfs_stat(nofs, "alpha", &st) == -EINVAL);
+	CHECK(sfs_statfs(nofs, &sfst) == -EINVAL);
+	CHECK(sfs_readdir(nofs, &(uint32_t){ 0 }, &st) == -EINVAL);
+	CHECK(sfs_file_map(nofs, 0, 0, 1, &nox, 1) == -EINVAL);
+	CHECK(sfs_file_map_write(nofs, 0, 0, 1, &nox, 1) == -EINVAL);
+	CHECK(sfs_image_fd(nofs, NULL) == -EINVAL);
+	CHECK(sfs_sync(nofs) == -EINVAL);
+	CHECK(sfs_unmount(nofs) == -EINVAL);
+	CHECK(sfs_mount_warnings(nofs, NULL, 0) == 0);
+
 	/* Read-only handle. */
 	int fr = sfs_file_open(fs, "alpha", SFS_O_RDONLY);
 	CHECK(fr >= 0);
@@ -235,6 +262,50 @@ static void test_handle_api(void)
 	fclose(f);
 	CHECK(sfs_mount("junk.sfs", 0, &fs2, err, sizeof err) == -EMEDIUMTYPE);
 	CHECK(strcmp(err, "not a SimpleFS image") == 0);
+}
+
+/* A transaction that exactly fills the journal waits for more, as any
+ * other: a commit comes when it is about to exceed the journal's capacity
+ * (FORMAT.md). With the journal capped to 4 blocks, creates in slots 0..93
+ * dirty directory blocks 0..3 and write nothing; the next create commits.
+ * A create refused by a full directory (124 slots) writes nothing, not even
+ * with the transaction at the journal's capacity. */
+extern unsigned sfs_debug_jcap;   /* src/sfs test knob (src/sfs/meta.c) */
+
+static void test_txn_full(void)
+{
+	struct sfs_dev *dev = sfs_faultdev_new(2u << 20);
+	struct sfs *fs;
+	char err[256], name[16];
+	REQUIRE(dev && sfs_format_dev(dev, 124) == 0);
+	sfs_debug_jcap = 4;
+	REQUIRE(sfs_mount_dev(dev, 0, 0, &fs, err, sizeof err) == 0);
+	sfs_debug_jcap = 0;
+	uint64_t w = sfs_faultdev_writes(dev);
+	for (int i = 0; i <= 94; i++) {
+		if (i == 94)
+			CHECK(sfs_faultdev_writes(dev) == w);   /* 4 blocks dirty */
+		snprintf(name, sizeof name, "f%d", i);
+		int fd = sfs_file_open(fs, name, SFS_O_CREAT);
+		CHECK(fd >= 0 && sfs_file_close(fs, fd) == 0);
+	}
+	CHECK(sfs_faultdev_writes(dev) > w);            /* it might need a fifth: committed */
+	for (int i = 95; i < 124; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		int fd = sfs_file_open(fs, name, SFS_O_CREAT);
+		CHECK(fd >= 0 && sfs_file_close(fs, fd) == 0);
+	}
+	CHECK(sfs_sync(fs) == 0);
+	for (int i = 0; i < 124; i += 31) {            /* slots 0, 31, 62, 93: 4 blocks dirty */
+		snprintf(name, sizeof name, "f%d", i);
+		int fd = sfs_file_open(fs, name, 0);
+		CHECK(fd >= 0 && sfs_file_truncate(fs, fd, 10) == 0 && sfs_file_close(fs, fd) == 0);
+	}
+	w = sfs_faultdev_writes(dev);
+	CHECK(sfs_file_open(fs, "extra", SFS_O_CREAT) == -ENOSPC);
+	CHECK(sfs_faultdev_writes(dev) == w);
+	CHECK(sfs_unmount(fs) == 0);
+	sfs_dev_free(dev);
 }
 
 static void test_memdev(void)
@@ -444,6 +515,7 @@ int main(void)
 {
 	test_handle_api();
 	test_memdev();
+	test_txn_full();
 	test_reuse_zero();
 	test_enospc_nochange();
 	test_direct();

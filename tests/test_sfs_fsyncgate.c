@@ -9,9 +9,11 @@
  * after the failure syncs normally; sfs_sync and unmount report the failure
  * until the next mount. A failed sync that may have lost the last commit's
  * installs makes the next commit install that transaction again from the
- * journal (a power cut after it loses nothing committed). The device here is
+ * journal (a power cut after it loses nothing committed); if that fails (the
+ * journal's read, a write or the sync), the mount refuses changes. The device here is
  * sfs_errdev (failures injected by count) over a fault device: a failed sync
- * forgets the writes it was to make durable, as Linux does. */
+ * forgets the writes it was to make durable, as Linux does. Last, a failed
+ * write that zeroes a kept block's tail fails the truncate up that needed it. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -119,6 +121,36 @@ int main(void)
 	a = sfs_file_open(fs, "a", 0);
 	CHECK(a >= 0);
 
+	/* 3b. the reinstall itself fails: the journal cannot be read back (k 0),
+	 *     its sync fails (k 1) or its first write does (k 2); the commit
+	 *     fails, and the mount with it, as after a failed sync inside a
+	 *     commit */
+	static const unsigned reinstall_fails[] = { SFS_ERR_READ, SFS_ERR_SYNC, SFS_ERR_WRITE };
+	for (int k = 0; k < 3; k++) {
+		char gn[] = "g0", hn[] = "h0";
+		gn[1] = hn[1] = (char)('0' + k);
+		int g = open_write(fs, gn, 'g', 4096);
+		CHECK_EQ(sfs_file_fsync(fs, g), 0);    /* installs written, not synced */
+		CHECK_EQ(sfs_file_pwrite(fs, g, buf, 100, 0), 100);
+		sfs_errdev_arm(dev, SFS_ERR_SYNC, 1, 1, -EIO);
+		CHECK_EQ(sfs_file_fsync(fs, g), -EIO); /* the next commit reinstalls */
+		int h = open_write(fs, hn, 'h', 4096);
+		uint64_t inj = sfs_errdev_injected(dev);
+		sfs_errdev_arm(dev, reinstall_fails[k], 1, 1, -EIO);
+		CHECK_EQ(sfs_file_fsync(fs, h), -EIO);
+		CHECK_EQ(sfs_errdev_injected(dev), inj + 1);
+		CHECK_EQ(sfs_file_pwrite(fs, a, buf, 10, 0), -EIO);   /* no more changes */
+		CHECK_EQ(sfs_sync(fs), -EIO);
+		sfs_file_close(fs, h);
+		sfs_file_close(fs, g);
+		sfs_file_close(fs, a);
+		CHECK(sfs_unmount(fs) < 0);
+		fs = mount_dev(dev);
+		CHECK_EQ(sfs_stat(fs, gn, &st), 0);    /* the journal still had it */
+		a = sfs_file_open(fs, "a", 0);
+		CHECK(a >= 0);
+	}
+
 	/* 3. a sync that fails inside a commit (metadata): the mount refuses
 	 *    changes and every fsync fails, also with the device back */
 	int d = open_write(fs, "d", 'd', 12288);  /* allocates: a commit is pending */
@@ -150,6 +182,19 @@ int main(void)
 	char err[256] = "";
 	CHECK_EQ(sfs_fsck_dev(dev, 0, &res, NULL, NULL, err, sizeof err), 0);
 	CHECK_EQ(res.errors_found, 0);
+
+	/* 5. a truncate up over a kept block's stale tail zeroes it first; when
+	 *    that write fails the truncate fails and the size stays: no stale
+	 *    byte becomes file data */
+	fs = mount_dev(dev);
+	int z = open_write(fs, "z", 'z', 4096);
+	CHECK_EQ(sfs_file_truncate(fs, z, 100), 0);   /* the block stays, 'z' past 100 */
+	CHECK_EQ(sfs_sync(fs), 0);
+	sfs_errdev_arm(dev, SFS_ERR_WRITE, 1, 1, -EIO);
+	CHECK_EQ(sfs_file_truncate(fs, z, 4096), -EIO);
+	CHECK_EQ(sfs_file_pread(fs, z, buf, 4096, 0), 100);
+	CHECK_EQ(sfs_file_close(fs, z), 0);
+	sfs_unmount(fs);
 	sfs_dev_free(dev);
 	printf("ok\n");
 	return 0;

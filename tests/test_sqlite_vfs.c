@@ -4,19 +4,21 @@
  * mode, a 3 MiB blob and thousands of pages, persistence across a reopen,
  * integrity_check; at the file level: writes stay pending (the file inside
  * the image is unchanged) until xSync, reads and a second handle see the
- * pending bytes, xSync puts them in the file, truncate cuts pending and
- * cached bytes, a read over held chunks around one not held, short reads
+ * pending bytes, xSync puts them in the file (one without memory for its
+ * batch fails and leaves them pending), truncate cuts pending and
+ * cached bytes, a read over held chunks around one not held, writes that
+ * meet the held bytes reading nothing from the file, short reads
  * (also across the end, from the server); delete-on-close files;
  * xAccess/xDelete of journals, names that are only "-journal" or "-wal", the
  * known-absent journal answered from the node (no realpath); xDlError; locks
  * between two connections of the process in both modes; another process
  * cannot open a channel on the image while the VFS uses it; the image from
  * the URI or $SFS_IMAGE; names the image cannot hold are refused (by
- * xFullPathname and by xOpen); the WAL index's locks at the file level (a
- * handle's own SHARED does not keep its EXCLUSIVE off, another's does); a
- * full image reported by the write that passes 32 MiB pending, and a failed
- * batch leaving the size to be asked again; registration
- * refused over a host VFS older than version 2. */
+ * xFullPathname and by xOpen); the WAL index's regions (several, shared by
+ * the handles) and its locks at the file level (a handle's own SHARED does
+ * not keep its EXCLUSIVE off, another's does); a full image reported by the
+ * write that passes 32 MiB pending, and a failed batch leaving the size to be
+ * asked again; registration refused over a host VFS older than version 2. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <sqlite3.h>
@@ -50,6 +52,36 @@ char *__realpath_chk(const char *restrict path, char *restrict resolved, size_t 
 		*(void **)&next = dlsym(RTLD_NEXT, "__realpath_chk");
 	__atomic_add_fetch(&realpath_calls, 1, __ATOMIC_RELAXED);
 	return next(path, resolved, len);
+}
+
+/* Calls of urch_read in the process (the VFS reads the file itself with it;
+ * libur_fs's definition comes after this one). */
+static int urch_reads;
+
+int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
+{
+	static int64_t (*next)(struct urch *, void *, size_t, uint64_t);
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "urch_read");
+	__atomic_add_fetch(&urch_reads, 1, __ATOMIC_RELAXED);
+	return next(ch, buf, len, pos);
+}
+
+/* calloc fails while nomem is set in this thread (ov_flush's arrays for a
+ * batch); otherwise it is the next library's (libc's, or ASan's). */
+static __thread int nomem, nomem_dlsym;
+
+void *calloc(size_t n, size_t size)
+{
+	static void *(*next)(size_t, size_t);
+	if (nomem || nomem_dlsym)
+		return errno = ENOMEM, NULL;
+	if (!next) {
+		nomem_dlsym = 1;   /* dlsym's own calloc: NULL, which it survives */
+		*(void **)&next = dlsym(RTLD_NEXT, "calloc");
+		nomem_dlsym = 0;
+	}
+	return next ? next(n, size) : (errno = ENOMEM, NULL);
 }
 
 static void exec_ok(sqlite3 *db, const char *sql)
@@ -210,6 +242,11 @@ static void file_round(void)
 	memset(b, 0xEE, sizeof(b));
 	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 11000), SQLITE_IOERR_SHORT_READ);
 	CHECK(!memcmp(b, a + 11000, 1000) && !memcmp(b + 1000, z, 1000));
+	/* No memory for the batch: xSync fails and the bytes stay pending. */
+	nomem = 1;
+	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_IOERR_FSYNC);
+	nomem = 0;
+	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 0);
 	/* xSync: now the file inside the image has them. */
 	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_OK);
 	memset(b, 0xEE, sizeof(b));
@@ -464,6 +501,32 @@ static void held_around_gap(void)
 	free(f);
 }
 
+/* Writes that meet the bytes a chunk holds, ending where they start or
+ * starting where they end, leave no gap: nothing is read from the file. */
+static void adjacent_writes(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int out = 0;
+	static unsigned char a[4096], b[4096];
+	fill(a, sizeof(a), 6);
+	CHECK_EQ(vfs->xOpen(vfs, "adj.db", f, fl, &out), SQLITE_OK);
+	int n0 = urch_reads;
+	CHECK_EQ(f->pMethods->xWrite(f, a + 1000, 1000, 1000), SQLITE_OK);  /* held: [1000, 2000) */
+	CHECK_EQ(f->pMethods->xWrite(f, a + 500, 500, 500), SQLITE_OK);     /* ends at 1000 */
+	CHECK_EQ(f->pMethods->xWrite(f, a + 2000, 500, 2000), SQLITE_OK);   /* starts at 2000 */
+	CHECK_EQ(urch_reads, n0);
+	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 500), SQLITE_OK);
+	CHECK(!memcmp(b, a + 500, 2000));
+	CHECK_EQ(f->pMethods->xWrite(f, a + 3000, 10, 3000), SQLITE_OK);    /* a gap: read */
+	CHECK(urch_reads > n0);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "adj.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+}
+
 /* The WAL index's locks at the file level, as the unix VFS keeps them: a
  * handle may take EXCLUSIVE on a slot where it alone holds SHARED; another
  * handle's SHARED keeps it off (SQLITE_BUSY). */
@@ -480,6 +543,20 @@ static void shm_locks(void)
 	CHECK_EQ(f->pMethods->xShmMap(f, 0, 32768, 1, &p), SQLITE_OK);
 	CHECK_EQ(g->pMethods->xShmMap(g, 0, 32768, 1, &q), SQLITE_OK);
 	CHECK(p != NULL && p == q);
+	/* Regions past the first: up to 5 in one call, the others seen by g;
+	 * one not yet mapped, asked without extend, is NULL. */
+	void volatile *r[6] = { NULL };
+	CHECK_EQ(f->pMethods->xShmMap(f, 5, 32768, 1, &r[5]), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xShmMap(g, 6, 32768, 0, &q), SQLITE_OK);
+	CHECK(q == NULL);
+	for (int i = 0; i < 6; i++) {
+		CHECK_EQ(g->pMethods->xShmMap(g, i, 32768, 0, &q), SQLITE_OK);
+		if (i < 5)
+			r[i] = q;
+		CHECK(q != NULL && q == r[i] && (i == 0 || q != r[i - 1]));
+		((volatile char *)q)[32767] = (char)i;
+	}
+	CHECK(((volatile char *)r[4])[32767] == 4);
 	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, sh), SQLITE_OK);
 	CHECK_EQ(f->pMethods->xShmLock(f, 3, 1, ex), SQLITE_OK);     /* its own SHARED */
 	CHECK_EQ(g->pMethods->xShmLock(g, 3, 1, sh), SQLITE_BUSY);
@@ -662,6 +739,7 @@ int main(void)
 	delete_on_close();
 	names_and_cache();
 	held_around_gap();
+	adjacent_writes();
 	shm_locks();
 	full_at_write();
 	journal_and_locks();
