@@ -4,7 +4,8 @@
  * inside a SimpleFS image, synchronous=FULL (EXTRA for a rollback journal
  * when its server is killed too: see writer's call), and after each COMMIT returns
  * appends the transaction's id to a host file it fsyncs. It is killed with
- * SIGKILL at a random moment, 32 times: on even rounds alone (its server sees
+ * SIGKILL at a random moment (in half the rounds after it logged a transaction
+ * of that round, so some kills land among transactions on any machine), 32 times: on even rounds alone (its server sees
  * it die), on odd rounds together with its simplefs_server (no clean unmount:
  * the image is left as a crash leaves it). Rounds alternate between a
  * rollback-journal database and a WAL database. After every kill: fsck of
@@ -204,7 +205,7 @@ int main(void)
 	srand(seed);
 	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
 	CHECK_EQ(sfs_format(IMAGE, 256u << 20, 64), 0);
-	int committed[2] = { 0, 0 };
+	int committed[2] = { 0, 0 }, after_one[2] = { 0, 0 }, st0;
 	for (int round = 0; round < ROUNDS; round++) {
 		int which = round / 2 % 2;
 		static long ids[100000];
@@ -222,6 +223,23 @@ int main(void)
 			writer(which, next, which == 0 && round % 2 ? "EXTRA" : "FULL");
 		}
 		setpgid(pid, pid);
+		/* Half the rounds (four in a row: both databases, both kinds of
+		 * kill) start the random delay only once the writer has logged a
+		 * transaction of this round, so kills land among transactions
+		 * however slow the machine; the others start it at the fork, so
+		 * a kill may land in the open and recovery too. */
+		if (round / 4 % 2 == 0) {
+			static long cur[100000];
+			int waited_ms = 0;
+			while (read_log(which, cur, 100000) == n) {
+				if (waitpid(pid, &st0, WNOHANG) != 0)
+					FAIL("round %d: the writer ended by itself (status %#x)", round, st0);
+				if ((waited_ms += 10) > 120000)
+					FAIL("round %d: the writer logged no transaction in 120 s", round);
+				usleep(10000);
+			}
+			after_one[which]++;
+		}
 		usleep(100000 + (unsigned)(rand() % 400) * 1000);
 		int st;
 		if (waitpid(pid, &st, WNOHANG) != 0)
@@ -238,8 +256,8 @@ int main(void)
 		FSCK_CLEAN(IMAGE);
 	}
 	printf("committed and logged: %d (rollback), %d (WAL)\n", committed[0], committed[1]);
-	/* The kills must have landed among transactions, not before any. */
-	CHECK(committed[0] > ROUNDS / 4 && committed[1] > ROUNDS / 4);
+	/* (a writer that commits nothing fails in the rounds that wait for one; no speed is asserted) */
+	printf("rounds killed after a logged transaction: %d (rollback), %d (WAL)\n", after_one[0], after_one[1]);
 	printf("ok\n");
 	return 0;
 }
