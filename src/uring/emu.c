@@ -30,7 +30,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-#include "uring_int.h"
+#include "opdef.h"
 
 void api_fill_ring(struct io_uring *ring, const struct io_uring_params *p, void *sqr, void *cqr,
 		   size_t sq_sz, size_t cq_sz, void *sqes);
@@ -1435,7 +1435,7 @@ static int reg_probe(void *arg, unsigned nr)
 				e = -EINVAL;
 	}
 	if (!e) {
-		exec_fill_probe(p, nr);
+		op_fill_probe(p, nr);
 		e = uwrite(arg, p, sz);
 	}
 	free(p);

@@ -33,61 +33,11 @@
 #include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
-#include "uring_int.h"
+#include "opdef.h"
 
 #ifndef OPEN_HOW_SIZE_VER0
 #define OPEN_HOW_SIZE_VER0 24
 #endif
-
-/* ---- what is emulated: the probe reports exactly this ---- */
-
-enum { W_INLINE = 1, W_WORKER = 2 };   /* where an op starts (reads decide at run time) */
-
-static const uint8_t op_where[IORING_OP_LAST] = {
-	[IORING_OP_NOP] = W_INLINE,
-	[IORING_OP_READV] = W_INLINE, [IORING_OP_WRITEV] = W_INLINE,
-	[IORING_OP_FSYNC] = W_WORKER,
-	[IORING_OP_READ_FIXED] = W_INLINE, [IORING_OP_WRITE_FIXED] = W_INLINE,
-	[IORING_OP_POLL_ADD] = W_INLINE, [IORING_OP_POLL_REMOVE] = W_INLINE,
-	[IORING_OP_SYNC_FILE_RANGE] = W_WORKER,
-	[IORING_OP_SENDMSG] = W_INLINE, [IORING_OP_RECVMSG] = W_INLINE,
-	[IORING_OP_TIMEOUT] = W_INLINE, [IORING_OP_TIMEOUT_REMOVE] = W_INLINE,
-	[IORING_OP_ACCEPT] = W_INLINE, [IORING_OP_ASYNC_CANCEL] = W_INLINE,
-	[IORING_OP_LINK_TIMEOUT] = W_INLINE, [IORING_OP_CONNECT] = W_INLINE,
-	[IORING_OP_FALLOCATE] = W_WORKER, [IORING_OP_OPENAT] = W_INLINE,
-	[IORING_OP_CLOSE] = W_INLINE, [IORING_OP_FILES_UPDATE] = W_INLINE,
-	[IORING_OP_STATX] = W_WORKER, [IORING_OP_READ] = W_INLINE, [IORING_OP_WRITE] = W_INLINE,
-	[IORING_OP_FADVISE] = W_INLINE, [IORING_OP_MADVISE] = W_WORKER,
-	[IORING_OP_SEND] = W_INLINE, [IORING_OP_RECV] = W_INLINE,
-	[IORING_OP_OPENAT2] = W_INLINE, [IORING_OP_EPOLL_CTL] = W_INLINE,
-	[IORING_OP_SPLICE] = W_WORKER,
-	[IORING_OP_PROVIDE_BUFFERS] = W_INLINE, [IORING_OP_REMOVE_BUFFERS] = W_INLINE,
-	[IORING_OP_TEE] = W_WORKER, [IORING_OP_SHUTDOWN] = W_INLINE,
-	[IORING_OP_RENAMEAT] = W_WORKER, [IORING_OP_UNLINKAT] = W_WORKER,
-	[IORING_OP_MKDIRAT] = W_WORKER, [IORING_OP_SYMLINKAT] = W_WORKER, [IORING_OP_LINKAT] = W_WORKER,
-	[IORING_OP_MSG_RING] = W_INLINE,
-	[IORING_OP_FSETXATTR] = W_WORKER, [IORING_OP_SETXATTR] = W_WORKER,
-	[IORING_OP_FGETXATTR] = W_WORKER, [IORING_OP_GETXATTR] = W_WORKER,
-	[IORING_OP_SOCKET] = W_INLINE,
-	/* SEND_ZC, SENDMSG_ZC: copied as SEND, SENDMSG are, with the kernel's two CQEs */
-	[IORING_OP_SEND_ZC] = W_INLINE, [IORING_OP_SENDMSG_ZC] = W_INLINE,
-	/* URING_CMD: not emulated (DROPIN.md). */
-};
-
-int exec_supported(unsigned op)
-{
-	return op < IORING_OP_LAST && op_where[op] != 0;
-}
-
-void exec_fill_probe(struct io_uring_probe *p, unsigned n)
-{
-	p->last_op = IORING_OP_LAST - 1;
-	p->ops_len = (uint8_t)n;
-	for (unsigned i = 0; i < n; i++) {
-		p->ops[i].op = (uint8_t)i;
-		p->ops[i].flags = exec_supported(i) ? IO_URING_OP_SUPPORTED : 0;
-	}
-}
 
 /* Set while the submitting thread runs requests inline (REGISTER_EVENTFD_ASYNC).
  * initial-exec: read per request, it must not cost a __tls_get_addr call. */
@@ -324,12 +274,6 @@ static int upath(const void *src, char **out, int empty_ok)
 #define SQE_FLAGS (IOSQE_FIXED_FILE | IOSQE_IO_DRAIN | IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_ASYNC | \
 	IOSQE_BUFFER_SELECT | IOSQE_CQE_SKIP_SUCCESS)
 
-static int is_rw(unsigned op)
-{
-	return op == IORING_OP_READ || op == IORING_OP_WRITE || op == IORING_OP_READV || op == IORING_OP_WRITEV ||
-	       op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED;
-}
-
 /* RWF_ flags up to RWF_NOSIGNAL (0x100): a kernel may know them (the read or
  * write system call says); above, none does (6.18 refuses 0x200). RWF_REFUSED:
  * what the request path looks at before the system call (the fast path leaves
@@ -342,13 +286,196 @@ static int is_write(unsigned op)
 	return op == IORING_OP_WRITE || op == IORING_OP_WRITEV || op == IORING_OP_WRITE_FIXED;
 }
 
+/* Checks every opcode shares, in the kernel's order (io_init_req, then the
+ * op's prep): the opcode, the SQE flags, a buffer group, the personality, the
+ * ioprio, the fields the op leaves 0, a fixed file with no table; then the
+ * row's prep (opdef.c). */
+static int prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	unsigned op = s->opcode;
+	if (!op_supported(op))
+		return -EINVAL;
+	const struct op_def *d = &op_defs[op];
+	if (s->flags & ~SQE_FLAGS)
+		return -EINVAL;
+	/* an op that takes no provided buffer: -EOPNOTSUPP, as the kernel's io_init_req
+	 * (before the personality); SEND from provided buffers (Linux 6.10) is not emulated */
+	if ((s->flags & IOSQE_BUFFER_SELECT) && !d->buffer_select)
+		return -EOPNOTSUPP;
+	if (s->personality)
+		return -EINVAL;                    /* personalities are not emulated */
+	if (d->ioprio == IOP_CLASS) {
+		/* ioprio as the kernel's ioprio_check_cap takes it: class 0..3, its level
+		 * the low 3 bits (bits 3-12 are hints), class 0 with none */
+		unsigned cls = s->ioprio >> 13;
+		if (cls > 3 || (cls == 0 && (s->ioprio & 7)))
+			return -EINVAL;
+	} else if (s->ioprio && d->ioprio == IOP_NONE) {
+		return -EINVAL;
+	}
+	unsigned z = d->zero;
+	if (((z & Z_OFF) && s->off) || ((z & Z_LEN) && s->len) || ((z & Z_OPF) && s->rw_flags) ||
+	    ((z & Z_BUF) && s->buf_index) || ((z & Z_SFD) && s->splice_fd_in) || ((z & Z_A3) && s->addr3) ||
+	    ((z & Z_P2) && s->__pad2[0]) || ((z & Z_ADDR) && s->addr))
+		return -EINVAL;
+	/* IOSQE_FIXED_FILE with no table: -EBADF for an op that takes a file; the kernel
+	 * ignores it on the others (TIMEOUT_REMOVE and FILES_UPDATE refuse it themselves) */
+	if ((s->flags & IOSQE_FIXED_FILE) && !r->files && d->takes_file)
+		return -EBADF;
+	return d->prep ? d->prep(r, q) : 0;
+}
+
+int32_t op_nop(struct ureq *q, int ctx, struct ureq **run)
+{
+	(void)q, (void)ctx, (void)run;
+	return 0;
+}
+
+/* ---- per-op preparation (moves to the families) ---- */
+
+int timeout_prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
+	if (s->len != 1 || s->buf_index || s->splice_fd_in || s->ioprio)
+		return -EINVAL;
+	if (s->timeout_flags & ~(IORING_TIMEOUT_ABS | IORING_TIMEOUT_BOOTTIME | IORING_TIMEOUT_REALTIME |
+				 IORING_TIMEOUT_ETIME_SUCCESS))
+		return -EINVAL;
+	if ((s->timeout_flags & IORING_TIMEOUT_BOOTTIME) && (s->timeout_flags & IORING_TIMEOUT_REALTIME))
+		return -EINVAL;
+	if (s->opcode == IORING_OP_LINK_TIMEOUT && s->off)
+		return -EINVAL;
+	if (ucopy(&q->ts, (void *)(uintptr_t)s->addr, sizeof(q->ts)) < 0)
+		return -EFAULT;
+	if (q->ts.tv_sec < 0 || q->ts.tv_nsec < 0 || q->ts.tv_nsec >= 1000000000)
+		return -EINVAL;
+	return 0;
+}
+
+int timeout_remove_prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
+	if (s->buf_index || s->len || s->splice_fd_in || s->ioprio || (s->flags & IOSQE_FIXED_FILE))
+		return -EINVAL;
+	if (s->timeout_flags & IORING_TIMEOUT_UPDATE) {
+		if (ucopy(&q->ts, (void *)(uintptr_t)s->off, sizeof(q->ts)) < 0)
+			return -EFAULT;
+		if (q->ts.tv_sec < 0 || q->ts.tv_nsec < 0 || q->ts.tv_nsec >= 1000000000)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int open_prep(struct emu_ring *r, struct ureq *q)
+{
+	(void)r;
+	if (q->sqe.flags & IOSQE_FIXED_FILE)
+		return -EBADF;
+	return upath((void *)(uintptr_t)q->sqe.addr, &q->p1, 0);
+}
+
+int statx_prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
+	if (s->flags & IOSQE_FIXED_FILE)
+		return -EBADF;
+	return upath((void *)(uintptr_t)s->addr, &q->p1, !!(s->statx_flags & AT_EMPTY_PATH));
+}
+
+int unlink_prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
+	if (s->flags & IOSQE_FIXED_FILE)
+		return -EBADF;
+	if (s->unlink_flags & ~AT_REMOVEDIR)
+		return -EINVAL;         /* before the path is taken, as the kernel's prep */
+	return upath((void *)(uintptr_t)s->addr, &q->p1, 0);
+}
+
+int mkdir_prep(struct emu_ring *r, struct ureq *q)
+{
+	(void)r;
+	if (q->sqe.flags & IOSQE_FIXED_FILE)
+		return -EBADF;
+	return upath((void *)(uintptr_t)q->sqe.addr, &q->p1, 0);
+}
+
+/* RENAMEAT, LINKAT, SYMLINKAT: two paths */
+int link_prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
+	if (s->flags & IOSQE_FIXED_FILE)
+		return -EBADF;
+	int e = upath((void *)(uintptr_t)s->addr, &q->p1,
+		      s->opcode == IORING_OP_LINKAT && (s->hardlink_flags & AT_EMPTY_PATH));
+	return e ? e : upath((void *)(uintptr_t)s->addr2, &q->p2, 0);
+}
+
+/* SETXATTR, GETXATTR: the name, then the path */
+int xattr_prep(struct emu_ring *r, struct ureq *q)
+{
+	(void)r;
+	int e = ustrdup((void *)(uintptr_t)q->sqe.addr, &q->p1);
+	return e ? e : ustrdup((void *)(uintptr_t)q->sqe.addr3, &q->p2);
+}
+
+int fxattr_prep(struct emu_ring *r, struct ureq *q)
+{
+	(void)r;
+	return ustrdup((void *)(uintptr_t)q->sqe.addr, &q->p1);
+}
+
+int accept_prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
+	if (s->ioprio & ~IORING_ACCEPT_MULTISHOT)
+		return -EINVAL;
+	if (s->accept_flags & ~(unsigned)(SOCK_CLOEXEC | SOCK_NONBLOCK))
+		return -EINVAL;         /* at prep, before the file */
+	if (s->file_index && (s->accept_flags & SOCK_CLOEXEC))
+		return -EINVAL;         /* a direct descriptor has no close-on-exec */
+	/* a multishot accept into the registered table allocates each slot */
+	if ((s->ioprio & IORING_ACCEPT_MULTISHOT) && s->file_index && s->file_index != IORING_FILE_INDEX_ALLOC)
+		return -EINVAL;
+	return 0;
+}
+
+int recv_prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
+	if (s->ioprio & ~(IORING_RECVSEND_POLL_FIRST | IORING_RECV_MULTISHOT))
+		return -EINVAL;
+	/* multishot: each chunk in a buffer of its own, WAITALL meaningless */
+	if ((s->ioprio & IORING_RECV_MULTISHOT) &&
+	    (!(s->flags & IOSQE_BUFFER_SELECT) || (s->msg_flags & MSG_WAITALL)))
+		return -EINVAL;
+	return 0;
+}
+
+int send_prep(struct emu_ring *r, struct ureq *q)
+{
+	(void)r;
+	if (q->sqe.ioprio & ~IORING_RECVSEND_POLL_FIRST)
+		return -EINVAL;
+	return 0;
+}
+
 /* SEND_ZC, SENDMSG_ZC, checked in the kernel's order: what fails before it
  * allocates the notification has one CQE, what fails after it two (F_MORE,
  * then NOTIF), as a send does. The destination of a SEND_ZC (addr2,
  * addr_len) is copied now, as the kernel does. */
-static int prep_zc(struct ureq *q)
+int send_zc_prep(struct emu_ring *r, struct ureq *q)
 {
 	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
 	if (s->addr3)
 		return -EINVAL;
 	if (s->flags & IOSQE_CQE_SKIP_SUCCESS)
@@ -369,203 +496,55 @@ static int prep_zc(struct ureq *q)
 	return 0;
 }
 
-/* SQE fields an op does not use and the kernel's prep refuses when they are not 0
- * (-EINVAL, before the file is looked at): as Linux 6.18 answers, measured by
- * test_uring_differential's stray values (and, for RECVMSG, SENDMSG, LINK_TIMEOUT,
- * CONNECT, OPENAT2, SOCKET and addr, by test_uring_errors). Ops not listed check
- * their own in prep() or not at all (DROPIN.md). */
-enum { Z_OFF = 1, Z_LEN = 2, Z_OPF = 4, Z_BUF = 8, Z_SFD = 16, Z_A3 = 32, Z_P2 = 64, Z_ADDR = 128 };
-static const uint8_t zero_fields[] = {
-	[IORING_OP_FSYNC] = Z_BUF | Z_SFD | Z_ADDR,
-	[IORING_OP_POLL_ADD] = Z_OFF | Z_BUF | Z_ADDR,
-	[IORING_OP_SYNC_FILE_RANGE] = Z_BUF | Z_SFD | Z_ADDR,
-	[IORING_OP_SENDMSG] = Z_OFF | Z_SFD,
-	[IORING_OP_RECVMSG] = Z_OFF | Z_SFD,
-	[IORING_OP_TIMEOUT] = Z_A3 | Z_P2,
-	[IORING_OP_LINK_TIMEOUT] = Z_A3 | Z_P2,
-	[IORING_OP_CONNECT] = Z_LEN | Z_OPF | Z_BUF | Z_SFD,
-	[IORING_OP_ACCEPT] = Z_LEN | Z_BUF,
-	[IORING_OP_FALLOCATE] = Z_OPF | Z_BUF | Z_SFD,
-	[IORING_OP_OPENAT] = Z_BUF,
-	[IORING_OP_STATX] = Z_BUF | Z_SFD,
-	[IORING_OP_FADVISE] = Z_BUF | Z_SFD,
-	[IORING_OP_MADVISE] = Z_BUF | Z_SFD,
-	[IORING_OP_RECV] = Z_OFF | Z_SFD,
-	[IORING_OP_OPENAT2] = Z_BUF,
-	[IORING_OP_EPOLL_CTL] = Z_BUF | Z_SFD,
-	[IORING_OP_REMOVE_BUFFERS] = Z_OPF | Z_SFD,
-	[IORING_OP_TEE] = Z_OFF | Z_ADDR,
-	[IORING_OP_SHUTDOWN] = Z_OFF | Z_OPF | Z_BUF | Z_SFD | Z_ADDR,
-	[IORING_OP_RENAMEAT] = Z_BUF | Z_SFD,
-	[IORING_OP_UNLINKAT] = Z_OFF | Z_LEN | Z_BUF | Z_SFD,
-	[IORING_OP_MKDIRAT] = Z_OFF | Z_OPF | Z_BUF | Z_SFD,
-	[IORING_OP_SYMLINKAT] = Z_LEN | Z_OPF | Z_BUF | Z_SFD,
-	[IORING_OP_LINKAT] = Z_BUF | Z_SFD,
-	[IORING_OP_SOCKET] = Z_OPF | Z_BUF | Z_ADDR,
-	[IORING_OP_ASYNC_CANCEL] = Z_OFF | Z_SFD,
-};
-
-static int stray_field(const struct io_uring_sqe *s)
+int poll_add_prep(struct emu_ring *r, struct ureq *q)
 {
-	unsigned z = s->opcode < sizeof(zero_fields) ? zero_fields[s->opcode] : 0;
-	return ((z & Z_OFF) && s->off) || ((z & Z_LEN) && s->len) || ((z & Z_OPF) && s->rw_flags) ||
-	       ((z & Z_BUF) && s->buf_index) || ((z & Z_SFD) && s->splice_fd_in) || ((z & Z_A3) && s->addr3) ||
-	       ((z & Z_P2) && s->__pad2[0]) || ((z & Z_ADDR) && s->addr);
+	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
+	if (s->len & ~IORING_POLL_ADD_MULTI)
+		return -EINVAL;                /* IORING_POLL_ADD_LEVEL: not emulated */
+	if ((s->len & IORING_POLL_ADD_MULTI) && (s->flags & IOSQE_CQE_SKIP_SUCCESS))
+		return -EINVAL;
+	return 0;
 }
 
-static int prep(struct emu_ring *r, struct ureq *q)
+int fsync_prep(struct emu_ring *r, struct ureq *q)
+{
+	(void)r;
+	if (q->sqe.fsync_flags & ~IORING_FSYNC_DATASYNC)
+		return -EINVAL;
+	return 0;
+}
+
+int close_prep(struct emu_ring *r, struct ureq *q)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)r;
+	if (s->off || s->addr || s->len || s->rw_flags || s->buf_index)
+		return -EINVAL;
+	if (s->file_index && s->fd)
+		return -EINVAL;
+	if (s->flags & IOSQE_FIXED_FILE)
+		return -EBADF;
+	return 0;
+}
+
+int rw_prep(struct emu_ring *r, struct ureq *q)
 {
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned op = s->opcode;
-	if (!exec_supported(op))
+	(void)r;
+	if ((op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED) &&
+	    (s->flags & IOSQE_BUFFER_SELECT))
 		return -EINVAL;
-	if (s->flags & ~SQE_FLAGS)
-		return -EINVAL;
-	/* an op that takes no provided buffer: -EOPNOTSUPP, as the kernel's io_init_req
-	 * (before the personality); SEND from provided buffers (Linux 6.10) is not emulated */
-	if ((s->flags & IOSQE_BUFFER_SELECT) && op != IORING_OP_READ && op != IORING_OP_READV &&
-	    op != IORING_OP_RECV && op != IORING_OP_RECVMSG)
-		return -EOPNOTSUPP;
-	if (s->personality)
-		return -EINVAL;                    /* personalities are not emulated */
-	if (is_rw(op)) {
-		/* ioprio as the kernel's ioprio_check_cap takes it: class 0..3, its level
-		 * the low 3 bits (bits 3-12 are hints), class 0 with none */
-		unsigned cls = s->ioprio >> 13;
-		if (cls > 3 || (cls == 0 && (s->ioprio & 7)))
+	/* a READV into a provided buffer: one iovec, read at prep (before the fd) */
+	if (op == IORING_OP_READV && (s->flags & IOSQE_BUFFER_SELECT)) {
+		struct iovec v;
+		if (s->len != 1)
 			return -EINVAL;
-	} else if (s->ioprio && op != IORING_OP_SEND && op != IORING_OP_RECV &&
-		   op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG && op != IORING_OP_ACCEPT &&
-		   op != IORING_OP_SEND_ZC && op != IORING_OP_SENDMSG_ZC) {
-		return -EINVAL;
-	}
-	if (stray_field(s))
-		return -EINVAL;
-	/* IOSQE_FIXED_FILE with no table: -EBADF for an op that takes a file; the kernel
-	 * ignores it on the others (TIMEOUT_REMOVE and FILES_UPDATE refuse it, below) */
-	if ((s->flags & IOSQE_FIXED_FILE) && !r->files && op != IORING_OP_NOP && op != IORING_OP_TIMEOUT &&
-	    op != IORING_OP_LINK_TIMEOUT && op != IORING_OP_TIMEOUT_REMOVE && op != IORING_OP_ASYNC_CANCEL &&
-	    op != IORING_OP_POLL_REMOVE && op != IORING_OP_FILES_UPDATE && op != IORING_OP_PROVIDE_BUFFERS &&
-	    op != IORING_OP_REMOVE_BUFFERS && op != IORING_OP_MADVISE && op != IORING_OP_EPOLL_CTL &&
-	    op != IORING_OP_SOCKET)
-		return -EBADF;
-	switch (op) {
-	case IORING_OP_TIMEOUT:
-	case IORING_OP_LINK_TIMEOUT:
-		if (s->len != 1 || s->buf_index || s->splice_fd_in || s->ioprio)
-			return -EINVAL;
-		if (s->timeout_flags & ~(IORING_TIMEOUT_ABS | IORING_TIMEOUT_BOOTTIME | IORING_TIMEOUT_REALTIME |
-					 IORING_TIMEOUT_ETIME_SUCCESS))
-			return -EINVAL;
-		if ((s->timeout_flags & IORING_TIMEOUT_BOOTTIME) && (s->timeout_flags & IORING_TIMEOUT_REALTIME))
-			return -EINVAL;
-		if (op == IORING_OP_LINK_TIMEOUT && s->off)
-			return -EINVAL;
-		if (ucopy(&q->ts, (void *)(uintptr_t)s->addr, sizeof(q->ts)) < 0)
+		if (ucopy(&v, (void *)(uintptr_t)s->addr, sizeof(v)) < 0)
 			return -EFAULT;
-		if (q->ts.tv_sec < 0 || q->ts.tv_nsec < 0 || q->ts.tv_nsec >= 1000000000)
-			return -EINVAL;
-		return 0;
-	case IORING_OP_TIMEOUT_REMOVE:
-		if (s->buf_index || s->len || s->splice_fd_in || s->ioprio || (s->flags & IOSQE_FIXED_FILE))
-			return -EINVAL;
-		if (s->timeout_flags & IORING_TIMEOUT_UPDATE) {
-			if (ucopy(&q->ts, (void *)(uintptr_t)s->off, sizeof(q->ts)) < 0)
-				return -EFAULT;
-			if (q->ts.tv_sec < 0 || q->ts.tv_nsec < 0 || q->ts.tv_nsec >= 1000000000)
-				return -EINVAL;
-		}
-		return 0;
-	case IORING_OP_OPENAT:
-	case IORING_OP_OPENAT2:
-	case IORING_OP_STATX:
-	case IORING_OP_UNLINKAT:
-	case IORING_OP_MKDIRAT:
-		if (s->flags & IOSQE_FIXED_FILE)
-			return -EBADF;
-		if (s->opcode == IORING_OP_UNLINKAT && (s->unlink_flags & ~AT_REMOVEDIR))
-			return -EINVAL;         /* before the path is taken, as the kernel's prep */
-		return upath((void *)(uintptr_t)s->addr, &q->p1,
-			     s->opcode == IORING_OP_STATX && (s->statx_flags & AT_EMPTY_PATH));
-	case IORING_OP_RENAMEAT:
-	case IORING_OP_LINKAT:
-	case IORING_OP_SYMLINKAT: {
-		if (s->flags & IOSQE_FIXED_FILE)
-			return -EBADF;
-		int e = upath((void *)(uintptr_t)s->addr, &q->p1,
-			      s->opcode == IORING_OP_LINKAT && (s->hardlink_flags & AT_EMPTY_PATH));
-		return e ? e : upath((void *)(uintptr_t)s->addr2, &q->p2, 0);
 	}
-	case IORING_OP_SETXATTR:
-	case IORING_OP_GETXATTR: {
-		int e = ustrdup((void *)(uintptr_t)s->addr, &q->p1);
-		return e ? e : ustrdup((void *)(uintptr_t)s->addr3, &q->p2);
-	}
-	case IORING_OP_FSETXATTR:
-	case IORING_OP_FGETXATTR:
-		return ustrdup((void *)(uintptr_t)s->addr, &q->p1);
-	case IORING_OP_ACCEPT:
-		if (s->ioprio & ~IORING_ACCEPT_MULTISHOT)
-			return -EINVAL;
-		if (s->accept_flags & ~(unsigned)(SOCK_CLOEXEC | SOCK_NONBLOCK))
-			return -EINVAL;         /* at prep, before the file */
-		if (s->file_index && (s->accept_flags & SOCK_CLOEXEC))
-			return -EINVAL;         /* a direct descriptor has no close-on-exec */
-		/* a multishot accept into the registered table allocates each slot */
-		if ((s->ioprio & IORING_ACCEPT_MULTISHOT) && s->file_index && s->file_index != IORING_FILE_INDEX_ALLOC)
-			return -EINVAL;
-		return 0;
-	case IORING_OP_RECV:
-	case IORING_OP_RECVMSG:
-		if (s->ioprio & ~(IORING_RECVSEND_POLL_FIRST | IORING_RECV_MULTISHOT))
-			return -EINVAL;
-		/* multishot: each chunk in a buffer of its own, WAITALL meaningless */
-		if ((s->ioprio & IORING_RECV_MULTISHOT) &&
-		    (!(s->flags & IOSQE_BUFFER_SELECT) || (s->msg_flags & MSG_WAITALL)))
-			return -EINVAL;
-		return 0;
-	case IORING_OP_SEND:
-	case IORING_OP_SENDMSG:
-		if (s->ioprio & ~IORING_RECVSEND_POLL_FIRST)
-			return -EINVAL;
-		return 0;
-	case IORING_OP_SEND_ZC:
-	case IORING_OP_SENDMSG_ZC:
-		return prep_zc(q);
-	case IORING_OP_POLL_ADD:
-		if (s->len & ~IORING_POLL_ADD_MULTI)
-			return -EINVAL;                /* IORING_POLL_ADD_LEVEL: not emulated */
-		if ((s->len & IORING_POLL_ADD_MULTI) && (s->flags & IOSQE_CQE_SKIP_SUCCESS))
-			return -EINVAL;
-		return 0;
-	case IORING_OP_FSYNC:
-		if (s->fsync_flags & ~IORING_FSYNC_DATASYNC)
-			return -EINVAL;
-		return 0;
-	case IORING_OP_CLOSE:
-		if (s->off || s->addr || s->len || s->rw_flags || s->buf_index)
-			return -EINVAL;
-		if (s->file_index && s->fd)
-			return -EINVAL;
-		if (s->flags & IOSQE_FIXED_FILE)
-			return -EBADF;
-		return 0;
-	default:
-		if (is_rw(op)) {
-			if ((op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED) &&
-			    (s->flags & IOSQE_BUFFER_SELECT))
-				return -EINVAL;
-			/* a READV into a provided buffer: one iovec, read at prep (before the fd) */
-			if (op == IORING_OP_READV && (s->flags & IOSQE_BUFFER_SELECT)) {
-				struct iovec v;
-				if (s->len != 1)
-					return -EINVAL;
-				if (ucopy(&v, (void *)(uintptr_t)s->addr, sizeof(v)) < 0)
-					return -EFAULT;
-			}
-		}
-		return 0;
-	}
+	return 0;
 }
 
 /* ---- buffer selection ---- */
@@ -661,8 +640,9 @@ void exec_buf_recycle_locked(struct ureq *q)
 	}
 }
 
-static int32_t op_provide(struct ureq *q)
+int32_t op_provide(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx, (void)run;
 	struct emu_ring *r = q->r;
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned nbufs = (unsigned)s->fd, len = s->len, bid = (unsigned)s->off;
@@ -710,8 +690,9 @@ out:
 	return e;
 }
 
-static int32_t op_remove_bufs(struct ureq *q)
+int32_t op_remove_bufs(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx, (void)run;
 	struct emu_ring *r = q->r;
 	unsigned nbufs = (unsigned)q->sqe.fd;
 	if (!nbufs || nbufs > 65536 || q->sqe.addr || q->sqe.len || q->sqe.off)
@@ -970,7 +951,7 @@ static int32_t rw_early_err(struct ureq *q, int wr, int32_t e)
 	return fd_mode_refuses(q->fd, wr) ? -EBADF : e;
 }
 
-static int32_t op_rw(struct ureq *q, int ctx)
+int32_t op_rw(struct ureq *q, int ctx, struct ureq **run)
 {
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned op = s->opcode;
@@ -1155,7 +1136,7 @@ static int32_t op_rw(struct ureq *q, int ctx)
 			return (int32_t)q->done;
 		/* inline, the rest is tried at once too (RWF_NOWAIT): 0 at the end of a file,
 		 * EAGAIN (below) where the number cached as a file is a pipe's now */
-		return op_rw(q, ctx);
+		return op_rw(q, ctx, run);
 	}
 	return (int32_t)(q->done + (uint64_t)n);
 }
@@ -1182,8 +1163,9 @@ static int zc_socket(int fd)
 	return v == IPPROTO_TCP || v == IPPROTO_UDP || v == IPPROTO_UDPLITE ? 0 : -EOPNOTSUPP;
 }
 
-static int32_t op_sendrecv(struct ureq *q, int ctx)
+int32_t op_sendrecv(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)run;
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned op = s->opcode;
 	int e = req_file(q);
@@ -1501,7 +1483,7 @@ static int32_t accept_now(struct ureq *q, int ctx, int *busy)
 	return s->file_index ? install_direct(q, fd) : fd;
 }
 
-static int32_t op_accept(struct ureq *q, int ctx)
+static int32_t accept_one(struct ureq *q, int ctx)
 {
 	int e = req_file(q);
 	if (e)
@@ -1666,8 +1648,9 @@ static int32_t op_multishot(struct ureq *q, ms_try_fn try1, struct ureq **run)
 	}
 }
 
-static int32_t op_connect(struct ureq *q)
+int32_t op_connect(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx, (void)run;
 	struct io_uring_sqe *s = &q->sqe;
 	int e = req_file(q);
 	if (e)
@@ -1704,8 +1687,9 @@ static int32_t ret_errno(long r)
 	return r < 0 ? -errno : (int32_t)r;
 }
 
-static int32_t op_open(struct ureq *q, int ctx)
+int32_t op_open(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)run;
 	struct io_uring_sqe *s = &q->sqe;
 	struct open_how how;
 	memset(&how, 0, sizeof(how));
@@ -1763,8 +1747,9 @@ static int32_t op_open(struct ureq *q, int ctx)
 	return s->file_index ? install_direct(q, (int)fd) : (int32_t)fd;
 }
 
-static int32_t op_close(struct ureq *q)
+int32_t op_close(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx, (void)run;
 	struct emu_ring *r = q->r;
 	struct io_uring_sqe *s = &q->sqe;
 	if (s->file_index) {
@@ -1795,8 +1780,9 @@ static int32_t op_close(struct ureq *q)
 	return close(s->fd) < 0 ? -errno : 0;
 }
 
-static int32_t op_splice(struct ureq *q)
+int32_t op_splice(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx, (void)run;
 	struct io_uring_sqe *s = &q->sqe;
 	struct emu_ring *r = q->r;
 	int e = req_file(q);
@@ -1860,8 +1846,9 @@ static int32_t msg_send_fd(struct ureq *q, struct emu_ring *t)
 	return res;
 }
 
-static int32_t op_msg_ring(struct ureq *q)
+int32_t op_msg_ring(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx, (void)run;
 	struct io_uring_sqe *s = &q->sqe;
 	if (s->addr != IORING_MSG_DATA && s->addr != IORING_MSG_SEND_FD)
 		return -EINVAL;
@@ -1886,8 +1873,9 @@ static int32_t op_msg_ring(struct ureq *q)
 	return e;
 }
 
-static int32_t op_timeout(struct ureq *q)
+int32_t op_timeout(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx, (void)run;
 	struct emu_ring *r = q->r;
 	uint64_t dl;
 	int e = kts_to_deadline(&q->ts, q->sqe.timeout_flags, &dl);
@@ -1914,8 +1902,9 @@ static struct ureq *find_locked(struct emu_ring *r, struct ureq *self, uint64_t 
 	return NULL;
 }
 
-static int32_t op_timeout_remove(struct ureq *q, struct ureq **run)
+int32_t op_timeout_remove(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx;
 	struct emu_ring *r = q->r;
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned fl = s->timeout_flags;
@@ -1951,8 +1940,9 @@ int32_t exec_poll_now(int fd, short ev)
 	return p.revents & (ev | POLLERR | POLLHUP | POLLNVAL);
 }
 
-static int32_t op_poll_add(struct ureq *q, int ctx)
+int32_t op_poll_add(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)run;
 	struct emu_ring *r = q->r;
 	int e = req_file(q);
 	if (e)
@@ -1987,8 +1977,9 @@ static int32_t op_poll_add(struct ureq *q, int ctx)
 	return exec_wait_ready(q, ev);
 }
 
-static int32_t op_poll_remove(struct ureq *q, struct ureq **run)
+int32_t op_poll_remove(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx;
 	struct emu_ring *r = q->r;
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned fl = s->len;
@@ -2185,8 +2176,9 @@ static int cancel_fd_ok(struct emu_ring *r, unsigned fl, int fd)
 	return fcntl(fd, F_GETFD) < 0 ? -EBADF : 0;
 }
 
-static int32_t op_cancel(struct ureq *q, struct ureq **run)
+int32_t op_cancel(struct ureq *q, int ctx, struct ureq **run)
 {
+	(void)ctx;
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned fl = s->cancel_flags;
 	int e;
@@ -2231,152 +2223,210 @@ int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *
 
 static int32_t op_exec(struct ureq *q, int ctx, struct ureq **run)
 {
-	struct io_uring_sqe *s = &q->sqe;
-	unsigned op = s->opcode;
+	const struct op_def *d = &op_defs[q->sqe.opcode];
 	/* the reactor too (a link after a poll, a drain released): it must not block */
-	if (ctx != CTX_WORKER && op_where[op] == W_WORKER)
+	if (ctx != CTX_WORKER && d->where == W_WORKER)
 		return exec_punt(q);
-	if (ctx == CTX_INLINE && (s->flags & IOSQE_ASYNC) && op_where[op] == W_INLINE && !is_rw(op) &&
-	    op != IORING_OP_SEND && op != IORING_OP_RECV && op != IORING_OP_SENDMSG && op != IORING_OP_RECVMSG &&
-	    op != IORING_OP_SEND_ZC && op != IORING_OP_SENDMSG_ZC && op != IORING_OP_ACCEPT && op != IORING_OP_POLL_ADD && op != IORING_OP_TIMEOUT &&
-	    op != IORING_OP_LINK_TIMEOUT && op != IORING_OP_OPENAT && op != IORING_OP_OPENAT2)
+	if (ctx == CTX_INLINE && (q->sqe.flags & IOSQE_ASYNC) && d->where == W_INLINE && !d->async_own)
 		return exec_punt(q);
+	return d->issue(q, ctx, run);
+}
+
+/* ---- issue functions of the ops without a function of their own (move to the families) ---- */
+
+int32_t op_fsync(struct ureq *q, int ctx, struct ureq **run)
+{
 	int e;
-	switch (op) {
-	case IORING_OP_NOP:
-		return 0;
-	case IORING_OP_READ:
-	case IORING_OP_WRITE:
-	case IORING_OP_READV:
-	case IORING_OP_WRITEV:
-	case IORING_OP_READ_FIXED:
-	case IORING_OP_WRITE_FIXED:
-		return op_rw(q, ctx);
-	case IORING_OP_FSYNC:
-		if ((e = req_file(q)))
-			return e;
-		return ret_errno((s->fsync_flags & IORING_FSYNC_DATASYNC) ? fdatasync(q->fd) : fsync(q->fd));
-	case IORING_OP_SYNC_FILE_RANGE:
-		if ((e = req_file(q)))
-			return e;
-		return ret_errno(sync_file_range(q->fd, (off64_t)s->off, s->len, s->sync_range_flags));
-	case IORING_OP_FALLOCATE:
-		if ((e = req_file(q)))
-			return e;
-		return ret_errno(fallocate(q->fd, (int)s->len, (off_t)s->off, (off_t)s->addr));
-	case IORING_OP_FADVISE: {
-		if ((e = req_file(q)))
-			return e;
-		int adv = (int)s->fadvise_advice;
-		if (ctx == CTX_INLINE && adv != POSIX_FADV_NORMAL && adv != POSIX_FADV_RANDOM &&
-		    adv != POSIX_FADV_SEQUENTIAL)
-			return exec_punt(q);
-		/* the length: addr, else len (64-bit lengths since Linux 6.7) */
-		return -posix_fadvise(q->fd, (off_t)s->off, (off_t)(s->addr ? s->addr : s->len), adv);
-	}
-	case IORING_OP_MADVISE:
-		/* the length: off, else len (64-bit lengths since Linux 6.7) */
-		return ret_errno(madvise((void *)(uintptr_t)s->addr, s->off ? s->off : s->len, (int)s->fadvise_advice));
-	case IORING_OP_POLL_ADD:
-		return op_poll_add(q, ctx);
-	case IORING_OP_POLL_REMOVE:
-		return op_poll_remove(q, run);
-	case IORING_OP_RECVMSG:
-	case IORING_OP_RECV:
-		if (s->ioprio & IORING_RECV_MULTISHOT)
-			return op_multishot(q, recv_try, run);
-		return op_sendrecv(q, ctx);
-	case IORING_OP_SENDMSG:
-	case IORING_OP_SEND:
-	case IORING_OP_SEND_ZC:
-	case IORING_OP_SENDMSG_ZC:
-		return op_sendrecv(q, ctx);
-	case IORING_OP_ACCEPT:
-		if (s->ioprio & IORING_ACCEPT_MULTISHOT)
-			return op_multishot(q, accept_try, run);
-		return op_accept(q, ctx);
-	case IORING_OP_CONNECT:
-		return op_connect(q);
-	case IORING_OP_SHUTDOWN:
-		if ((e = req_file(q)))
-			return e;
-		return ret_errno(shutdown(q->fd, (int)s->len));
-	case IORING_OP_SOCKET: {
-		int fd = socket(s->fd, (int)s->off | (s->file_index ? SOCK_CLOEXEC : 0), (int)s->len);
-		if (fd < 0)
-			return -errno;
-		return s->file_index ? install_direct(q, fd) : fd;
-	}
-	case IORING_OP_TIMEOUT:
-		return op_timeout(q);
-	case IORING_OP_TIMEOUT_REMOVE:
-		return op_timeout_remove(q, run);
-	case IORING_OP_LINK_TIMEOUT:
-		return -EINVAL;                   /* not after a linked request */
-	case IORING_OP_ASYNC_CANCEL:
-		return op_cancel(q, run);
-	case IORING_OP_OPENAT:
-	case IORING_OP_OPENAT2:
-		return op_open(q, ctx);
-	case IORING_OP_CLOSE:
-		return op_close(q);
-	case IORING_OP_FILES_UPDATE:
-		if (s->flags & IOSQE_FIXED_FILE || s->rw_flags || s->splice_fd_in)
-			return -EINVAL;
-		if (!s->len)
-			return -EINVAL;
-		if (!q->r->files)
-			return -ENXIO;
-		return emu_update_files(q->r, (unsigned)s->off, (int *)(uintptr_t)s->addr, NULL, s->len);
-	case IORING_OP_STATX:
-		/* the system call: libc declares the buffer non-null, the application may pass NULL */
-		return ret_errno(syscall(SYS_statx, s->fd, q->p1, (int)s->statx_flags, s->len,
-					 (struct statx *)(uintptr_t)s->addr2));
-	case IORING_OP_EPOLL_CTL: {
-		/* the event is copied first (the kernel's prep), then the epoll fd */
-		struct epoll_event ev;
-		int eop = (int)s->len;
-		if (eop != EPOLL_CTL_DEL && ucopy(&ev, (void *)(uintptr_t)s->addr, sizeof(ev)) < 0)
-			return -EFAULT;
-		/* a plain fd even with IOSQE_FIXED_FILE: the kernel's EPOLL_CTL takes no file */
-		if ((e = exec_file(q->r, s->fd, 0, &q->fe)))
-			return e;
-		return ret_errno(epoll_ctl(q->fe.fd, eop, (int)s->off, &ev));
-	}
-	case IORING_OP_SPLICE:
-	case IORING_OP_TEE:
-		return op_splice(q);
-	case IORING_OP_PROVIDE_BUFFERS:
-		return op_provide(q);
-	case IORING_OP_REMOVE_BUFFERS:
-		return op_remove_bufs(q);
-	case IORING_OP_RENAMEAT:
-		return ret_errno(renameat2(s->fd, q->p1, (int)s->len, q->p2, s->rename_flags));
-	case IORING_OP_UNLINKAT:
-		return ret_errno(unlinkat(s->fd, q->p1, (int)s->unlink_flags));
-	case IORING_OP_MKDIRAT:
-		return ret_errno(mkdirat(s->fd, q->p1, (mode_t)s->len));
-	case IORING_OP_SYMLINKAT:
-		return ret_errno(symlinkat(q->p1, s->fd, q->p2));
-	case IORING_OP_LINKAT:
-		return ret_errno(linkat(s->fd, q->p1, (int)s->len, q->p2, (int)s->hardlink_flags));
-	case IORING_OP_MSG_RING:
-		return op_msg_ring(q);
-	case IORING_OP_FSETXATTR:
-		if ((e = req_file(q)))
-			return e;
-		return ret_errno(fsetxattr(q->fd, q->p1, (void *)(uintptr_t)s->addr2, s->len, (int)s->xattr_flags));
-	case IORING_OP_FGETXATTR:
-		if ((e = req_file(q)))
-			return e;
-		return ret_errno(fgetxattr(q->fd, q->p1, (void *)(uintptr_t)s->addr2, s->len));
-	case IORING_OP_SETXATTR:
-		return ret_errno(setxattr(q->p2, q->p1, (void *)(uintptr_t)s->addr2, s->len, (int)s->xattr_flags));
-	case IORING_OP_GETXATTR:
-		return ret_errno(getxattr(q->p2, q->p1, (void *)(uintptr_t)s->addr2, s->len));
-	default:
+	(void)ctx, (void)run;
+	if ((e = req_file(q)))
+		return e;
+	return ret_errno((q->sqe.fsync_flags & IORING_FSYNC_DATASYNC) ? fdatasync(q->fd) : fsync(q->fd));
+}
+
+int32_t op_sync_file_range(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	int e;
+	(void)ctx, (void)run;
+	if ((e = req_file(q)))
+		return e;
+	return ret_errno(sync_file_range(q->fd, (off64_t)s->off, s->len, s->sync_range_flags));
+}
+
+int32_t op_fallocate(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	int e;
+	(void)ctx, (void)run;
+	if ((e = req_file(q)))
+		return e;
+	return ret_errno(fallocate(q->fd, (int)s->len, (off_t)s->off, (off_t)s->addr));
+}
+
+int32_t op_fadvise(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	int e;
+	(void)run;
+	if ((e = req_file(q)))
+		return e;
+	int adv = (int)s->fadvise_advice;
+	if (ctx == CTX_INLINE && adv != POSIX_FADV_NORMAL && adv != POSIX_FADV_RANDOM &&
+	    adv != POSIX_FADV_SEQUENTIAL)
+		return exec_punt(q);
+	/* the length: addr, else len (64-bit lengths since Linux 6.7) */
+	return -posix_fadvise(q->fd, (off_t)s->off, (off_t)(s->addr ? s->addr : s->len), adv);
+}
+
+int32_t op_madvise(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)ctx, (void)run;
+	/* the length: off, else len (64-bit lengths since Linux 6.7) */
+	return ret_errno(madvise((void *)(uintptr_t)s->addr, s->off ? s->off : s->len, (int)s->fadvise_advice));
+}
+
+int32_t op_recv(struct ureq *q, int ctx, struct ureq **run)
+{
+	if (q->sqe.ioprio & IORING_RECV_MULTISHOT)
+		return op_multishot(q, recv_try, run);
+	return op_sendrecv(q, ctx, run);
+}
+
+int32_t op_accept(struct ureq *q, int ctx, struct ureq **run)
+{
+	if (q->sqe.ioprio & IORING_ACCEPT_MULTISHOT)
+		return op_multishot(q, accept_try, run);
+	return accept_one(q, ctx);
+}
+
+int32_t op_shutdown(struct ureq *q, int ctx, struct ureq **run)
+{
+	int e;
+	(void)ctx, (void)run;
+	if ((e = req_file(q)))
+		return e;
+	return ret_errno(shutdown(q->fd, (int)q->sqe.len));
+}
+
+int32_t op_socket(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)ctx, (void)run;
+	int fd = socket(s->fd, (int)s->off | (s->file_index ? SOCK_CLOEXEC : 0), (int)s->len);
+	if (fd < 0)
+		return -errno;
+	return s->file_index ? install_direct(q, fd) : fd;
+}
+
+int32_t op_link_timeout(struct ureq *q, int ctx, struct ureq **run)
+{
+	(void)q, (void)ctx, (void)run;
+	return -EINVAL;                   /* not after a linked request */
+}
+
+int32_t op_files_update(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)ctx, (void)run;
+	if (s->flags & IOSQE_FIXED_FILE || s->rw_flags || s->splice_fd_in)
 		return -EINVAL;
-	}
+	if (!s->len)
+		return -EINVAL;
+	if (!q->r->files)
+		return -ENXIO;
+	return emu_update_files(q->r, (unsigned)s->off, (int *)(uintptr_t)s->addr, NULL, s->len);
+}
+
+int32_t op_statx(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)ctx, (void)run;
+	/* the system call: libc declares the buffer non-null, the application may pass NULL */
+	return ret_errno(syscall(SYS_statx, s->fd, q->p1, (int)s->statx_flags, s->len,
+				 (struct statx *)(uintptr_t)s->addr2));
+}
+
+int32_t op_epoll_ctl(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	int e;
+	(void)ctx, (void)run;
+	/* the event is copied first (the kernel's prep), then the epoll fd */
+	struct epoll_event ev;
+	int eop = (int)s->len;
+	if (eop != EPOLL_CTL_DEL && ucopy(&ev, (void *)(uintptr_t)s->addr, sizeof(ev)) < 0)
+		return -EFAULT;
+	/* a plain fd even with IOSQE_FIXED_FILE: the kernel's EPOLL_CTL takes no file */
+	if ((e = exec_file(q->r, s->fd, 0, &q->fe)))
+		return e;
+	return ret_errno(epoll_ctl(q->fe.fd, eop, (int)s->off, &ev));
+}
+
+int32_t op_renameat(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)ctx, (void)run;
+	return ret_errno(renameat2(s->fd, q->p1, (int)s->len, q->p2, s->rename_flags));
+}
+
+int32_t op_unlinkat(struct ureq *q, int ctx, struct ureq **run)
+{
+	(void)ctx, (void)run;
+	return ret_errno(unlinkat(q->sqe.fd, q->p1, (int)q->sqe.unlink_flags));
+}
+
+int32_t op_mkdirat(struct ureq *q, int ctx, struct ureq **run)
+{
+	(void)ctx, (void)run;
+	return ret_errno(mkdirat(q->sqe.fd, q->p1, (mode_t)q->sqe.len));
+}
+
+int32_t op_symlinkat(struct ureq *q, int ctx, struct ureq **run)
+{
+	(void)ctx, (void)run;
+	return ret_errno(symlinkat(q->p1, q->sqe.fd, q->p2));
+}
+
+int32_t op_linkat(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)ctx, (void)run;
+	return ret_errno(linkat(s->fd, q->p1, (int)s->len, q->p2, (int)s->hardlink_flags));
+}
+
+int32_t op_fsetxattr(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	int e;
+	(void)ctx, (void)run;
+	if ((e = req_file(q)))
+		return e;
+	return ret_errno(fsetxattr(q->fd, q->p1, (void *)(uintptr_t)s->addr2, s->len, (int)s->xattr_flags));
+}
+
+int32_t op_fgetxattr(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	int e;
+	(void)ctx, (void)run;
+	if ((e = req_file(q)))
+		return e;
+	return ret_errno(fgetxattr(q->fd, q->p1, (void *)(uintptr_t)s->addr2, s->len));
+}
+
+int32_t op_setxattr(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)ctx, (void)run;
+	return ret_errno(setxattr(q->p2, q->p1, (void *)(uintptr_t)s->addr2, s->len, (int)s->xattr_flags));
+}
+
+int32_t op_getxattr(struct ureq *q, int ctx, struct ureq **run)
+{
+	struct io_uring_sqe *s = &q->sqe;
+	(void)ctx, (void)run;
+	return ret_errno(getxattr(q->p2, q->p1, (void *)(uintptr_t)s->addr2, s->len));
 }
 
 /* ---- completion, links, drain ---- */
@@ -2386,7 +2436,7 @@ static int short_transfer(struct ureq *q, int32_t res)
 	unsigned op = q->sqe.opcode;
 	if (res < 0)
 		return 0;
-	if (is_rw(op)) {
+	if (op_defs[op].rw) {
 		uint64_t want = 0;
 		if (op == IORING_OP_READV || op == IORING_OP_WRITEV) {
 			if (q->iov && !q->done) {
