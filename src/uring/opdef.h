@@ -11,6 +11,9 @@
 #ifndef URING_OPDEF_H
 #define URING_OPDEF_H
 
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
 #include "uring_int.h"
 
 /* where an op starts: inline (it cannot block, or decides at run time: reads,
@@ -114,6 +117,12 @@ int32_t op_poll_add(struct ureq *q, int ctx, struct ureq **run);
 int32_t op_poll_remove(struct ureq *q, int ctx, struct ureq **run);
 /* cancel.c */
 int32_t op_cancel(struct ureq *q, int ctx, struct ureq **run);
+/* rw.c */
+int exec_file_is_socket(struct ureq *q);
+int exec_fixed_range(struct ureq *q);
+int exec_rw_carry(struct ureq *q, uint32_t done);
+ssize_t exec_sys_rw(int wr, int fd, const struct iovec *iov, int niov, int64_t off, int flags);
+int exec_fd_mode_refuses(int fd, int wr);
 /* kbuf.c */
 int32_t op_provide(struct ureq *q, int ctx, struct ureq **run);
 int32_t op_remove_bufs(struct ureq *q, int ctx, struct ureq **run);
@@ -121,5 +130,70 @@ int32_t op_remove_bufs(struct ureq *q, int ctx, struct ureq **run);
 int32_t op_files_update(struct ureq *q, int ctx, struct ureq **run);
 /* exec.c */
 int32_t op_nop(struct ureq *q, int ctx, struct ureq **run);
+
+/* ---- helpers the families share ---- */
+
+/* RWF_ flags up to RWF_NOSIGNAL (0x100): a kernel may know them (the read or
+ * write system call says); above, none does (6.18 refuses 0x200). RWF_REFUSED:
+ * what the request path looks at before the system call (the fast path leaves
+ * them to it). */
+#define RWF_KNOWN 0x1ffu
+#define RWF_REFUSED ((unsigned)RWF_HIPRI | ~RWF_KNOWN)
+
+/* q's file (plain or fixed) into q->fe and q->fd */
+static inline int req_file(struct ureq *q)
+{
+	int e = exec_file(q->r, q->sqe.fd, (q->sqe.flags & IOSQE_FIXED_FILE) ? 1 : 0, &q->fe);
+	if (e == 0)
+		q->fd = q->fe.fd;
+	return e;
+}
+
+static inline int32_t ret_errno(long r)
+{
+	return r < 0 ? -errno : (int32_t)r;
+}
+
+static inline int ready_now(int fd, short ev)
+{
+	struct pollfd p = { fd, ev, 0 };
+	return poll(&p, 1, 0) > 0;
+}
+
+/* The sum of the lengths of an iovec array that the kernel has just read
+ * without a fault (the program's own array, which may be misaligned). */
+static inline uint64_t exec_iov_total(const struct iovec *iov, int niov)
+{
+	uint64_t want = 0;
+	for (int i = 0; i < niov; i++) {
+		struct iovec v;
+		memcpy(&v, (const char *)iov + (size_t)i * sizeof(v), sizeof(v));
+		want += v.iov_len;
+	}
+	return want;
+}
+
+/* exec.c: requests and the user_data hash */
+struct ureq *exec_req_get_locked(struct emu_ring *r);
+void exec_ud_hash_add(struct ureq *q);
+void exec_ud_rehash(struct ureq *q, uint64_t ud);
+struct ureq *exec_find_locked(struct emu_ring *r, struct ureq *self, uint64_t ud, unsigned op, int state);
+static inline struct ureq **exec_ud_chain(struct emu_ring *r, uint64_t ud)
+{
+	return &r->udh[(ud * 0x9e3779b97f4a7c15ull) >> (64 - r->udh_bits)];
+}
+/* exec.c: completion, for cancel.c */
+void exec_cancel_one_locked(struct emu_ring *r, struct ureq *m, int32_t res, int quiet);
+void exec_release_deferred_locked(struct emu_ring *r, struct ureq **run);
+/* fs.c: user strings copied at submission */
+int exec_ustrdup(const void *src, char **out);
+int exec_upath(const void *src, char **out, int empty_ok);
+/* kbuf.c */
+int exec_select_buf(struct ureq *q, uint32_t want);
+/* filetable.c */
+int exec_install_file(struct emu_ring *r, unsigned idx, int fd, const struct fent *kind);
+int exec_install_direct(struct ureq *q, int fd);
+/* Set while the submitting thread runs requests inline (exec.c). */
+extern __thread int exec_in_submit __attribute__((tls_model("initial-exec")));
 
 #endif
