@@ -177,3 +177,66 @@ int32_t op_remove_bufs(struct ureq *q, int ctx, struct ureq **run)
 	pthread_mutex_unlock(&r->lock);
 	return e;
 }
+
+/* ---- buffer rings (io_uring_register_buf_ring) ---- */
+
+int kbuf_reg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
+{
+	struct io_uring_buf_reg reg;
+	if (nr != 1)
+		return -EINVAL;
+	if (ucopy(&reg, arg, sizeof(reg)) < 0)
+		return -EFAULT;
+	for (int i = 0; i < 3; i++)
+		if (reg.resv[i])
+			return -EINVAL;
+	if (!reg.ring_addr || (reg.ring_addr & 4095) || !reg.ring_entries ||
+	    (reg.ring_entries & (reg.ring_entries - 1)) || reg.ring_entries > 32768)
+		return -EINVAL;
+	char c;
+	if (ucopy(&c, (void *)(uintptr_t)reg.ring_addr, 1) < 0 ||
+	    ucopy(&c, (void *)(uintptr_t)(reg.ring_addr + reg.ring_entries * sizeof(struct io_uring_buf) - 1), 1) < 0)
+		return -EFAULT;
+	pthread_mutex_lock(&r->lock);
+	int e = 0;
+	struct bgroup *g = exec_group_locked(r, reg.bgid, 0);
+	if (g && (g->is_ring || g->count)) {
+		e = -EEXIST;
+	} else if (!g && !(g = exec_group_locked(r, reg.bgid, 1))) {
+		e = -ENOMEM;
+	} else {
+		free(g->bufs);
+		memset(g, 0, sizeof(*g));
+		g->used = 1;
+		g->is_ring = 1;
+		g->bgid = reg.bgid;
+		g->br = (struct io_uring_buf_ring *)(uintptr_t)reg.ring_addr;
+		g->entries = reg.ring_entries;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+int kbuf_unreg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
+{
+	struct io_uring_buf_reg reg;
+	if (nr != 1)
+		return -EINVAL;
+	if (ucopy(&reg, arg, sizeof(reg)) < 0)
+		return -EFAULT;
+	int e = -ENOENT;
+	pthread_mutex_lock(&r->lock);
+	for (unsigned i = 0; i < r->ngroups; i++) {
+		struct bgroup *g = &r->groups[i];
+		if (g->used && g->bgid == reg.bgid) {
+			if (!g->is_ring) {
+				e = -EINVAL;
+			} else {
+				memset(g, 0, sizeof(*g));
+				e = 0;
+			}
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}

@@ -314,7 +314,6 @@ int emu_setup(unsigned entries, struct io_uring_params *p);
 unsigned emu_wq_max_locked(struct emu_ring *r);
 int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete,
 	      unsigned flags, const void *arg, size_t argsz);
-int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr);
 int emu_mmap(struct emu_ring *r, struct io_uring_params *p, struct io_uring *ring);
 int emu_close(struct emu_ring *r);
 void emu_put(struct emu_ring *r);
@@ -328,6 +327,19 @@ int ucopy(void *dst, const void *src, size_t n);
 int uwrite(void *dst, const void *src, size_t n);
 uint64_t now_ns(void);
 struct timespec realtime_in_ms(long ms);
+
+/* register.c */
+int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr);
+/* rsrc.c: registered buffers and files */
+int rsrc_reg_buffers(struct emu_ring *r, const struct iovec *uiov, const uint64_t *utags, unsigned nr, int sparse);
+int rsrc_unreg_buffers(struct emu_ring *r);
+int rsrc_update_buffers(struct emu_ring *r, unsigned off, const struct iovec *uiov, const uint64_t *utags,
+			unsigned nr);
+int rsrc_reg_files(struct emu_ring *r, const int *ufds, const uint64_t *utags, unsigned nr, int sparse);
+int rsrc_unreg_files(struct emu_ring *r);
+/* kbuf.c: buffer rings */
+int kbuf_reg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr);
+int kbuf_unreg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr);
 
 /* exec.c */
 #define Q_QUEUED (-0x40000000)    /* op result: someone else completes it */
