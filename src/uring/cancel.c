@@ -5,8 +5,9 @@
  * found by user_data (the hash), fd or any, where it is (state), and ended
  * with -ECANCELED, its chain with it; one that runs now answers -EALREADY.
  *
- * Must never: cancel a request that was not started by run_one (a cancel
- * finds only those), or post a CQE for a request twice.
+ * Must never: find a request of the same submission that is not issued yet
+ * (the kernel issues a submission's SQEs in order: -ENOENT), cancel a request
+ * in a link chain apart from its chain, or post a CQE for a request twice.
  */
 #include <errno.h>
 #include <fcntl.h>

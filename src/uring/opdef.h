@@ -2,11 +2,11 @@
 /*
  * opdef.h - the emulated ring's opcode table (opdef.c) and the entry points of
  * each family of operations, as the kernel's io_uring/opdef.h: one row per
- * opcode, read by preparation (exec.c), dispatch (exec.c) and the probe.
+ * opcode, read by preparation (submit.c), dispatch (exec.c) and the probe.
  *
- * Must never: hold an opcode's facts anywhere else (whether it is supported,
- * where it starts, which SQE fields it refuses): a row is the single source,
- * so the probe cannot report what dispatch would refuse.
+ * Must never: hold a fact the table has a column for anywhere else (a list of
+ * opcodes in a condition): a row is the single source, so the probe cannot
+ * report what dispatch would refuse, nor a new opcode miss a check.
  */
 #ifndef URING_OPDEF_H
 #define URING_OPDEF_H
