@@ -487,6 +487,23 @@ def sample(allm, seed, n, per_dir):
     return random.Random(seed).sample(allm, min(n, len(allm)))
 
 
+def pick_ids(allm, spec):
+    """The candidates named by --ids, in the order named; None (and a message) when one is not
+    among the candidates of this tree (its code changed or moved: a new mutant)."""
+    if spec.startswith("@"):
+        with open(spec[1:]) as fh:
+            ids = [ln.split()[0] for ln in fh if ln.strip() and not ln.startswith("#")]
+    else:
+        ids = [i.strip() for i in spec.split(",") if i.strip()]
+    by_id = {m.id: m for m in allm}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        print("mutgen: --ids: not among this tree's candidates (code changed or moved, or another "
+              "--dirs): %s" % " ".join(missing), file=sys.stderr)
+        return None
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
 def read_equivalent(top):
     eq = {}
     path = os.path.join(top, EQUIVALENT)
@@ -849,7 +866,8 @@ def report(results, sampled, ran_all, elapsed, args, out):
         tot["KILLED"], tot["SURVIVED"], tot["EQUIV"], tot["NOBUILD"], elapsed))
     say("\n".join(lines))
     if out:
-        md = ["# Generated mutants: seed %s, %d sampled, %d run" % (args.seed, len(sampled), len(results)),
+        md = ["# Generated mutants: %s, %d sampled, %d run" % (
+                  "--ids (a rerun of chosen IDs)" if args.ids else "seed %s" % args.seed, len(sampled), len(results)),
               "", "    " + " ".join(sys.argv), ""] + lines[1:] + ["", "## Survivors", ""]
         for m, st, secs, detail in results:
             if st == "SURVIVED":
@@ -871,7 +889,8 @@ def cmd_run(args, top, sampled):
     results = []
     ran_all = True
     try:
-        say("mutgen: %d mutants sampled (seed %r); scratch copy in %s" % (len(sampled), args.seed, base))
+        say("mutgen: %d mutants %s; scratch copy in %s" % (
+            len(sampled), "named by --ids" if args.ids else "sampled (seed %r)" % args.seed, base))
         trees = []
         for j in range(args.jobs):
             trees.append(Tree(base, "w%d" % j, top))
@@ -980,6 +999,8 @@ def main():
     ap.add_argument("--per-dir", type=int, default=0,
                     help="draw this many from each directory instead (seeded per directory)")
     ap.add_argument("--dirs", default=",".join(sorted(AREAS)), help="comma-separated source dirs")
+    ap.add_argument("--ids", help="run these mutants (IDs, comma-separated, or @FILE with one ID a line, "
+                                  "the first word of each line) instead of a sample: a rerun of survivors")
     ap.add_argument("--budget", type=int, default=0, help="seconds after which no mutant is started")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (one scratch copy each)")
     ap.add_argument("--report", help="write a Markdown report to this file")
@@ -1006,11 +1027,17 @@ def main():
     if args.jobs < 1 or args.sample < 1:
         ap.error("--jobs and --sample must be 1 or more")
     allm = candidates(top, dirs)
-    sampled = sample(allm, args.seed, args.sample, args.per_dir)
+    if args.ids:
+        sampled = pick_ids(allm, args.ids)
+        if sampled is None:
+            return 2
+    else:
+        sampled = sample(allm, args.seed, args.sample, args.per_dir)
     if args.command == "list":
         for m in sampled:
             say(m.line_text())
-        say("# %d of %d candidates (seed %r)" % (len(sampled), len(allm), args.seed))
+        say("# %d of %d candidates (%s)" % (len(sampled), len(allm),
+                                             "--ids" if args.ids else "seed %r" % args.seed))
         return 0
 
     def on_signal(signum, frame):

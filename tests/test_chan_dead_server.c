@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: a ur channel whose simplefs_server dies (SIGKILL) does not
  * hang: a batch returns -EPIPE and every op carries an error (none reports
- * success), so does a batch with its force (zero-length writes too: a force
+ * success, not even one never queued whose result held an earlier batch's), so does a batch with its force (zero-length writes too: a force
  * that failed is never reported done), single ops and size fail with -EPIPE,
  * close returns; a new channel
  * on the image then starts a fresh server and sees the data written and
@@ -39,7 +39,7 @@ int main(void)
 		ops[i].pos = (uint64_t)i * PG;
 		ops[i].buf = buf + (size_t)i * PG;
 		ops[i].len = PG;
-		ops[i].result = 0;
+		ops[i].result = PG;         /* stale: an array reused from a batch that succeeded */
 	}
 	r = urch_batch_read_fully(ch, ops, N);
 	CHECK(r == -EPIPE, "batch after the server died: %d", r);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: proof 1 of the liburing drop-in (issue 9). liburing 2.3's own
+/* Description: proof 1 of the liburing drop-in. liburing 2.3's own
  * tests and examples, built unchanged from Debian's source package against
  * Debian's liburing.h (scripts/liburing-tests.sh fetches and builds them once,
  * into $UR_BIN/liburing-tests/), pass with the drop-in ($UR_BIN/uring/) as

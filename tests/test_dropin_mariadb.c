@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: issue 11, part 1: Debian's unchanged MariaDB server (mariadbd links
+/* Description: Debian's unchanged MariaDB server (mariadbd links
  * liburing.so.2) on the liburing drop-in. scripts/mariadb-sysbench.sh --quick starts a private
  * mysqld on a scratch datadir and runs sysbench oltp_read_only and oltp_read_write (2 tables,
  * 3 s each) in the four setups: the kernel's io_uring (an io_uring part: skipped where the

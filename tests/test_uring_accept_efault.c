@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: IORING_OP_ACCEPT with a bad addrlen pointer (sqe->addr2) answers -EFAULT in
  * all three modes, as the kernel does, and never crashes the program: the drop-in makes the
- * accept4 system call itself, since a libc wrapper may read *addrlen first (ASan's does, so
- * under the sanitizer suite this test crashed before; found by fuzz/fuzz_uring). */
+ * accept4 system call itself, since a libc wrapper may read *addrlen first (ASan's does: the
+ * test runs in the sanitizer suite too). */
 #include "test_uring.h"
 #include <sys/socket.h>
 #include <sys/un.h>

@@ -2,10 +2,10 @@
 /* Description: two rings wait to ACCEPT on one blocking listener and one connection comes:
  * one ring gets it, the other goes on waiting and can be cancelled (-ECANCELED, or -EINTR had
  * the accept started), and both rings exit, in all three modes, 40 rounds. Emulated, both
- * rings' reactors wake for the one connection; before a listener was marked busy from its poll
- * to its accept4, both saw it waiting, the loser blocked in accept4 for good (its cancel never
- * completed, and io_uring_queue_exit hung joining that reactor: liburing's accept test timed
- * out in CI under ASan this way). The drop-in's readiness check of the listener is slowed
+ * rings' reactors wake for the one connection; the listener is marked busy from one reactor's
+ * poll to its accept4, so the other does not block in accept4 for good (where its cancel would
+ * never complete and io_uring_queue_exit would hang joining that reactor). The drop-in's
+ * readiness check of the listener is slowed
  * (this program's poll) so that both reactors meet in that window every round. First, a cancel
  * submitted before an ACCEPT in one submit finds nothing and leaves it waiting.
  * Serial: makes two reactors meet in a 2 ms window (tests/run.sh runs it alone).

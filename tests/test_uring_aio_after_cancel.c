@@ -2,8 +2,8 @@
 /* Description: an O_DIRECT read started by a synchronous cancel completes, in all three modes: a
  * POLL_ADD hard-linked to an O_DIRECT READ is cancelled with IORING_REGISTER_SYNC_CANCEL, the read
  * then starts and its CQE arrives without any further submission. (The emulation batches inline
- * O_DIRECT I/O into one io_submit per submission; a read issued outside a submission stayed in
- * the batch until the next one. Found by fuzz/fuzz_uring.) Skips where O_DIRECT is refused. */
+ * O_DIRECT I/O into one io_submit per submission; a read issued outside a submission must not
+ * wait in the batch for the next one.) Skips where O_DIRECT is refused. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <poll.h>

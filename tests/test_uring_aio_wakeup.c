@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: a kernel AIO completion of an emulated ring is never lost to an
- * io_uring_enter that clears the ring fd. Found with MariaDB (issue 11): one thread sleeps in
- * io_uring_wait_cqe, others call io_uring_submit; an enter that found the CQ empty cleared
- * the ring's eventfd, and with it the signal the kernel had written for an O_DIRECT read that
- * had just completed into the AIO ring, which nobody reaped: the waiter slept forever. Here,
+ * io_uring_enter that clears the ring fd. The pattern is MariaDB's: one thread sleeps in
+ * io_uring_wait_cqe, others call io_uring_submit; an enter that finds the CQ empty and clears
+ * the ring's eventfd must not take with it the signal the kernel wrote for an O_DIRECT read
+ * that just completed into the AIO ring (nobody would reap it: the waiter would sleep). Here,
  * in one thread: a NOP's CQE is consumed with the inline helpers (the eventfd stays
  * signalled), an O_DIRECT read completes in the kernel, then io_uring_enter(0, 0, 0): the
  * ring fd must still poll readable and the read's CQE arrive with pread's bytes. In all three

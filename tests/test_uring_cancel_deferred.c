@@ -4,7 +4,7 @@
  * worker or the reactor), a POLL_ADD hard-linked to a NOP waits behind it;
  * IORING_REGISTER_SYNC_CANCEL of the poll (the emulation can cancel a deferred request, the kernel
  * cannot); the NOP is then either cancelled too or runs after the drained READ completed, never
- * before. (The emulation ran the NOP at once: found by fuzz/fuzz_uring.) */
+ * before. */
 #include "test_uring.h"
 #include <poll.h>
 

@@ -4,9 +4,9 @@
  * submitted later, in all three modes: a drained READ waits on a pipe; NOP 2
  * (and NOP 3 behind it) are submitted and held back; IORING_REGISTER_SYNC_CANCEL cancels each
  * (the emulation can cancel a deferred request, the kernel cannot); one more NOP is submitted
- * after that, before the READ's data is written. No NOP may succeed before the READ completed.
- * (The emulation's drain queue went empty and it ran the last NOP at once: fuzz/fuzz_uring's
- * drain-order report, fuzz/corpus-uring/found-drain-cancel-next.) */
+ * after that, before the READ's data is written. No NOP may succeed before the READ completed:
+ * the drain holds for everything submitted behind it until then, whatever was cancelled
+ * (fuzz/corpus-uring/found-drain-cancel-next is the fuzzer's input for the same case). */
 #include "test_uring.h"
 
 static void cancel(struct io_uring *ring, uint64_t ud)

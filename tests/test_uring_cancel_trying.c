@@ -9,7 +9,7 @@
  * calls reach before libc's. On a thread other than the main one, the first poll of the
  * listener after `hold` is set says "nothing" and holds that thread until the main thread has
  * submitted its cancel. A connection is waiting meanwhile, so an accept that went back to wait
- * would take it at once: without the fix that is what happened (its CQE carried an fd).
+ * would take it at once (its CQE would carry an fd).
  *
  * Part 2, the same hold: a multishot ACCEPT on a second ring that finds the listener busy (the
  * first ring's one-shot held between its poll and its accept4) is armed again. Its epoll entry is

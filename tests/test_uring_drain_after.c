@@ -5,9 +5,9 @@
  * completes before the poll (the kernel's ring holds back what is submitted after a drain while
  * anything runs, the drained request included). And only for the drained request: after a READ,
  * a drained NOP, a POLL_ADD of an empty pipe and a NOP in one submission, the last NOP completes
- * while the poll waits (the kernel's ring does; the emulation held it back behind the poll).
- * Found by fuzz/fuzz_uring: the emulation ran them at once when the drained request had not had
- * to wait for anything itself. */
+ * while the poll waits, as with the kernel's ring: a drain holds back what comes after it until
+ * the drained request and everything before it have completed, and no longer (the first case's
+ * drained request has nothing before it to wait for, the second's waits for the READ). */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <poll.h>

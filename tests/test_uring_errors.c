@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: requests that fail fail as the kernel's ring fails them, in all three modes (the
- * differences test_uring_differential found): READ/WRITE with RWF_HIPRI on a ring without IOPOLL
+/* Description: requests that fail fail as the kernel's ring fails them, in all three modes:
+ * READ/WRITE with RWF_HIPRI on a ring without IOPOLL
  * is -EINVAL and with an RWF_ flag no kernel knows -EOPNOTSUPP, both after the file's mode
  * (-EBADF for a read-only fd written); a READV whose iovec array is unreadable is -EFAULT even on
  * a bad fd; a read of a socket at an offset above 0 is -ESPIPE (a pipe's offset is ignored);

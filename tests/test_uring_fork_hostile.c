@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: a forked child that turns hostile (issue 27, item 1) cannot reach into its
+/* Description: a forked child that turns hostile cannot reach into its
  * parent through the page a ring shared across fork() keeps its cross-process state in
  * (emulated; src/uring/xshared.h). The child finds that page as an attacker would (the shared
  * mapping the fork added, in /proc/self/maps), drops to nobody where it can (as root), makes

@@ -3,8 +3,8 @@
  * to a worker when the reactor starts it too, not only when it is submitted: a POLL_ADD on a pipe
  * linked to a SPLICE from an empty pipe; once the poll fires, the SPLICE waits for data, and
  * a TIMEOUT of 10 ms submitted after that still completes (-ETIME) at once; the SPLICE completes
- * when its pipe gets a byte. In all three modes. (The reactor ran it itself and blocked in
- * splice(2): no timer fired, no readiness was seen, until the byte came. Found by a review.) */
+ * when its pipe gets a byte. In all three modes. (A reactor that ran it itself would block in
+ * splice(2): no timer would fire and no readiness be seen until the byte came.) */
 #include "test_uring.h"
 #include <poll.h>
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: IORING_OP_STATX with a NULL statx buffer (sqe->addr2) answers -EFAULT in all three
  * modes, as the kernel does; the drop-in makes the statx system call itself, since libc declares
- * that argument non-null (passing NULL to it is undefined behaviour, which UBSan reported; found
- * by fuzz/fuzz_uring). */
+ * that argument non-null (passing NULL to it is undefined behaviour, which UBSan reports: the
+ * sanitizer suite runs this test too). */
 #include "test_uring.h"
 #include <fcntl.h>
 

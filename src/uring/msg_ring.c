@@ -65,7 +65,7 @@ int32_t op_msg_ring(struct ureq *q, int ctx, struct ureq **run)
 	if (s->addr == IORING_MSG_SEND_FD)
 		return msg_send_fd(q, t);
 	pthread_mutex_lock(&t->lock);
-	if (t->dying)
+	if (t->dying || t->disabled)                 /* not enabled yet: as the kernel */
 		e = -EBADFD;
 	else
 		emu_post(t, s->off, (int32_t)s->len, 0, 1);
