@@ -287,7 +287,7 @@ $(O)/fuzz_server: fuzz/fuzz_server.c fuzz/fuzz_server_steps.h tests/test_ur_inpr
 
 # The drop-in's emulated ring in-process (fuzz/fuzz_uring_steps.h): its sources
 # compiled in, URING_EMULATE=1 set by the steps.
-$(O)/fuzz_uring: fuzz/fuzz_uring.c fuzz/fuzz_uring_steps.h $(URING_SRC) src/uring/uring_int.h src/common/kaio.h
+$(O)/fuzz_uring: fuzz/fuzz_uring.c fuzz/fuzz_uring_steps.h $(URING_SRC) $(wildcard src/uring/*.h) src/common/kaio.h
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ fuzz/fuzz_uring.c $(URING_SRC) -pthread -lrt

@@ -101,7 +101,7 @@ static void th_fix(struct emu_ring *r, unsigned i)
 	}
 }
 
-/* Room for one more request in the heap (req_get_locked, before it allocates
+/* Room for one more request in the heap (exec_req_get_locked, before it allocates
  * one): th_cap never falls below the number of requests, so a push cannot fail. */
 int reactor_reserve_locked(struct emu_ring *r)
 {

@@ -6,7 +6,8 @@
  * kernel runs (every call is a raw io_uring_* system call) and a ring emulated
  * in this process (struct emu_ring, found by its ring fd). The emulated ring
  * lays its memory out as the kernel does, so liburing.h's inline helpers work
- * on it unchanged; an executor (exec.c) performs each SQE inline when it
+ * on it unchanged; an executor (exec.c and submit.c, the opcode table in
+ * opdef.c, a file per family of operations) performs each SQE inline when it
  * cannot block, on worker threads (wq.c) when it may, on the reactor thread
  * (reactor.c: poll, timeouts, kernel AIO completions) when it waits for an
  * event.
@@ -314,7 +315,6 @@ int emu_setup(unsigned entries, struct io_uring_params *p);
 unsigned emu_wq_max_locked(struct emu_ring *r);
 int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete,
 	      unsigned flags, const void *arg, size_t argsz);
-int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr);
 int emu_mmap(struct emu_ring *r, struct io_uring_params *p, struct io_uring *ring);
 int emu_close(struct emu_ring *r);
 void emu_put(struct emu_ring *r);
@@ -329,30 +329,41 @@ int uwrite(void *dst, const void *src, size_t n);
 uint64_t now_ns(void);
 struct timespec realtime_in_ms(long ms);
 
-/* exec.c */
-#define Q_QUEUED (-0x40000000)    /* op result: someone else completes it */
-int emu_update_files(struct emu_ring *r, unsigned off, int *ufds, const uint64_t *utags, unsigned nr);
-int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg);
-int exec_punt(struct ureq *q);
-int exec_advance_iov(struct ureq *q, uint64_t n);
-int exec_wait_ready(struct ureq *q, short events);
-int32_t exec_poll_now(int fd, short ev);
+/* register.c */
+int emu_register(struct emu_ring *r, unsigned op, void *arg, unsigned nr);
+/* rsrc.c: registered buffers and files */
+int rsrc_reg_buffers(struct emu_ring *r, const struct iovec *uiov, const uint64_t *utags, unsigned nr, int sparse);
+int rsrc_unreg_buffers(struct emu_ring *r);
+int rsrc_update_buffers(struct emu_ring *r, unsigned off, const struct iovec *uiov, const uint64_t *utags,
+			unsigned nr);
+int rsrc_reg_files(struct emu_ring *r, const int *ufds, const uint64_t *utags, unsigned nr, int sparse);
+int rsrc_unreg_files(struct emu_ring *r);
+/* kbuf.c: buffer rings */
+int kbuf_reg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr);
+int kbuf_unreg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr);
 
-unsigned exec_submit(struct emu_ring *r, unsigned n, int *err);
+/* the executor: exec.c (the core), submit.c, and a file per family of
+ * operations (opdef.h lists their entry points) */
+#define Q_QUEUED (-0x40000000)    /* op result: someone else completes it */
+unsigned exec_submit(struct emu_ring *r, unsigned n, int *err);                 /* submit.c */
+int exec_punt(struct ureq *q);                                                  /* exec.c */
+int exec_wait_ready(struct ureq *q, short events);
 void exec_run(struct ureq *q, int ctx);
 void exec_complete(struct ureq *q, int32_t res);
 void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **next);
 void exec_inflight_dec_locked(struct emu_ring *r, struct ureq **run);
 void exec_issue_list(struct ureq *list, int ctx);
-int exec_supported(unsigned op);
 void exec_put_locked(struct emu_ring *r, struct ureq *q);
 void exec_live_del(struct ureq *q);
 void exec_args_free(struct ureq *q);
-int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct ureq **run);
-void exec_fill_probe(struct io_uring_probe *p, unsigned n);
-int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out);
+int exec_cancel_locked(struct emu_ring *r, struct ureq *q, int32_t res, struct ureq **run); /* cancel.c */
+int exec_sync_cancel(struct emu_ring *r, const struct io_uring_sync_cancel_reg *reg);
+int exec_advance_iov(struct ureq *q, uint64_t n);                               /* net.c */
+int32_t exec_poll_now(int fd, short ev);                                        /* poll.c */
+int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out);         /* filetable.c */
 void exec_fcache_drop(struct emu_ring *r, int fd);
-void exec_buf_recycle_locked(struct ureq *q);
+int emu_update_files(struct emu_ring *r, unsigned off, int *ufds, const uint64_t *utags, unsigned nr); /* rsrc.c */
+void exec_buf_recycle_locked(struct ureq *q);                                   /* kbuf.c */
 struct bgroup *exec_group_locked(struct emu_ring *r, uint16_t bgid, int create);
 enum { CTX_INLINE, CTX_WORKER, CTX_REACTOR };
 
@@ -403,12 +414,12 @@ void xproc_cq_unlock(struct emu_ring *r);
 int32_t xproc_cancel(struct emu_ring *r, unsigned fl, uint64_t ud, int fd, int all);
 int xproc_handover_timeout(struct emu_ring *r, const struct ureq *q, uint64_t left);
 
-/* exec.c, for xproc.c */
-int32_t exec_cancel_here(struct emu_ring *r, unsigned fl, uint64_t ud, int fd);
-int exec_adopt_timeout(struct emu_ring *r, uint64_t ud, uint64_t deadline, unsigned tflags, uint64_t left);
+/* the executor, for xproc.c */
+int32_t exec_cancel_here(struct emu_ring *r, unsigned fl, uint64_t ud, int fd);  /* cancel.c */
 void exec_leave_locked(struct emu_ring *r);
-void exec_child_reset(struct emu_ring *r);
-void exec_forked(void);
+int exec_adopt_timeout(struct emu_ring *r, uint64_t ud, uint64_t deadline, unsigned tflags, uint64_t left); /* timeout.c */
+void exec_child_reset(struct emu_ring *r);                                      /* exec.c */
+void exec_forked(void);                                                         /* net.c */
 void reactor_child_reset(struct emu_ring *r);
 
 /* sqpoll (emu.c) */
