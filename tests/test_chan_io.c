@@ -9,7 +9,8 @@
  * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
  * O_DSYNC channels; urch_batch_write_force; urch_unlink removes the file once (then -ENOENT);
  * a NULL channel is -EINVAL to close, engine and fd; a UR channel opened
- * without an image in its options lives in $SFS_IMAGE's image.
+ * without an image in its options lives in $SFS_IMAGE's image; a UR name of
+ * 63 bytes opens and unlinks, one of 64 is -EINVAL.
  * A configuration the host cannot run (io_uring blocked, no O_DIRECT) is a skipped part. */
 #include <unistd.h>
 #include "test_chan_common.h"
@@ -317,6 +318,19 @@ static void image_from_env(void)
 	CHECK(r == 0, "the file is not in $SFS_IMAGE's image: %s", strerror(-r));
 	CHECK(urch_read(ch, got, 4, 0) == 4 && !memcmp(got, "envy", 4), "data in $SFS_IMAGE's image");
 	urch_close(ch);
+	/* A UR name of exactly SFS_NAME_MAX (= UR_NAME_MAX) bytes is a name
+	 * (urch_open(3): 1 to 63 bytes); one more is -EINVAL, to open and unlink. */
+	char name[SFS_NAME_MAX + 2];
+	memset(name, 'n', SFS_NAME_MAX + 1);
+	name[SFS_NAME_MAX + 1] = 0;
+	CHECK(urch_open_opts(name, URCH_CREATE, URCH_UR, &o, &ch) == -EINVAL, "open a 64-byte name");
+	CHECK(urch_unlink(name, URCH_UR, &o) == -EINVAL, "unlink a 64-byte name");
+	name[SFS_NAME_MAX] = 0;
+	r = urch_open_opts(name, URCH_CREATE, URCH_UR, &o, &ch);
+	CHECK(r == 0, "open a 63-byte name: %s", strerror(-r));
+	CHECK(urch_close(ch) == 0, "close");
+	r = urch_unlink(name, URCH_UR, &o);
+	CHECK(r == 0, "unlink a 63-byte name: %s", strerror(-r));
 	printf("ok ur: the image from $SFS_IMAGE\n");
 }
 
