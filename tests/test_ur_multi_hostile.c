@@ -13,7 +13,9 @@
  * a waiting one that then sends a sound request is attached. Two rounds, in
  * the two halves of the monotonic clock's 2^31 ns cycle (a slot table read
  * past its end meets the timestamps beside it, whichever way their bits
- * fall). Meanwhile two well-behaved client processes run
+ * fall). Then rings up to the server's 64: the 65th is refused with -EUSERS
+ * (not served as if attached), and the place of one that left is taken
+ * again. Meanwhile two well-behaved client processes run
  * the verified workload of test_ur_multi.h and must finish; then everyone
  * leaves, the server exits 0, and the files are byte for byte right and the
  * image fsck-clean. */
@@ -145,6 +147,39 @@ static void late_attaches(void)
 	}
 }
 
+/* The server serves UR_MAX_CLIENTS (64) rings: with the holder and the three
+ * attackers attached, this process takes the rest; the next is refused with
+ * -EUSERS and the reason (urfs_queue_init(3)), never served as if attached;
+ * once one leaves, its place is free again. */
+static void too_many(void)
+{
+	static struct urfs_ring r[UR_MAX_CLIENTS];
+	struct urfs_params p;
+	unsigned n = 0;
+	int e;
+	for (;;) {
+		memset(&p, 0, sizeof(p));
+		p.image = IMG;
+		if ((e = urfs_queue_init_params(4, &r[n], &p)) < 0)
+			break;
+		if (++n == UR_MAX_CLIENTS)
+			FAIL("%u more rings attached beside 4: the server serves at most %u", n, UR_MAX_CLIENTS);
+	}
+	if (e != -EUSERS || !strstr(p.errmsg, "too many clients"))
+		FAIL("ring %u: %s (%s), want %s (too many clients)", n + 4, strerror(-e), p.errmsg,
+		     strerror(EUSERS));
+	if (n + 4 != UR_MAX_CLIENTS)
+		FAIL("refused after %u rings, want %u", n + 4, UR_MAX_CLIENTS);
+	urfs_queue_exit(&r[--n]);
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	if ((e = urfs_queue_init_params(4, &r[n], &p)) < 0)
+		FAIL("a ring in the place of one that left: %s (%s)", strerror(-e), p.errmsg);
+	for (unsigned i = 0; i <= n; i++)
+		urfs_queue_exit(&r[i]);
+	printf("%u rings served, the next refused: %s\n", UR_MAX_CLIENTS, strerror(EUSERS));
+}
+
 int main(void)
 {
 	alarm(120);
@@ -196,6 +231,7 @@ int main(void)
 			FAIL("good client %d failed beside the attackers (status %#x)", i, st);
 	}
 	late_attaches();
+	too_many();
 	if (kill(spid, 0) < 0)
 		FAIL("the server died");
 	if (write(quit[1], "qqq", 3) != 3)
