@@ -4,7 +4,8 @@
  * of hanging (within 5 s). The client
  * SIGKILLed (server idle or busy): the server exits promptly, no orphan (the
  * test is a subreaper and reaps it). A missing server binary: a clear -ENOENT
- * naming simplefs_server. Normal exit reaps the server. A fake server (this
+ * naming simplefs_server. SIGINT leaves the server serving; normal exit
+ * reaps it. A fake server (this
  * program run again as the "server") that answers the start-up with hostile
  * hello values: an err in -4095..-1 comes back as that -errno with the
  * server's message, anything else (-4096, INT32_MIN, a positive number) as
@@ -237,10 +238,10 @@ static void hostile_hello(void)
 		if (strspn(p.errmsg, "x") < 100 || p.errmsg[strspn(p.errmsg, "x")] != '\0')
 			FAIL("server hello err %lld: message '%.40s...' is not the server's", t[i].err, p.errmsg);
 	}
+	start_closes_only_its_own();
 	/* A server that exits before its hello: -EPIPE and why, at once (not the
 	 * start-up timeout's -ETIMEDOUT). */
 	struct urfs_params p;
-	start_closes_only_its_own();
 	int e = start_on("/proc/self/exe", "none", &p);
 	if (e != -EPIPE || !strstr(p.errmsg, "exited during start-up"))
 		FAIL("a server that exits without a hello: %d '%s', want -EPIPE", e, p.errmsg);
@@ -262,11 +263,19 @@ int main(int argc, char **argv)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		FAIL("subreaper");
 
-	/* 1. normal: exit reaps the server */
+	/* 1. normal: exit reaps the server; SIGINT (^C) does not end it before
+	 * (ABI.md: ignored, the server follows its client out) */
 	init(&r, 1000);
 	if (nop(&r) < 0)
 		FAIL("nop");
 	int spid = r.server_pid;
+	if (kill(spid, SIGINT) < 0)
+		FAIL("SIGINT to the server");
+	struct timespec pause = { 0, 100 * 1000 * 1000 };
+	nanosleep(&pause, NULL);
+	int e0 = nop(&r);
+	if (e0 < 0)
+		FAIL("nop after SIGINT to the server: %s", strerror(-e0));
 	urfs_queue_exit(&r);
 	if (kill(spid, 0) == 0 || errno != ESRCH)
 		FAIL("server %d not reaped by queue_exit", spid);
