@@ -5,7 +5,8 @@
  * entries (nothing lost, nothing duplicated), for-each/advance and peek_batch,
  * wait with timeout on an empty ring (-ETIME, not before the time asked nor
  * long after), a full CQ never overrun (SQEs wait in the SQ), the entry limits
- * (32768, default CQ 2x capped), and the server sleeping and waking. */
+ * (32768, default CQ 2x capped), and the server sleeping and waking; without
+ * an image every file operation fails (-ENODEV by name, -EBADF on a handle). */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -190,6 +191,28 @@ int main(void)
 				FAIL("SQ %u CQ %u: %d, expected -EINVAL", bad[i][0], bad[i][1], r);
 		}
 	}
+
+	/* 7. no image (backend_none.c): every file operation fails, by name
+	 * -ENODEV, on a handle -EBADF (no handle was ever opened); none
+	 * reports success */
+	init(8, 0, 100);
+	struct urfs_statx stx;
+	for (int op = 0; op < 5; op++) {
+		sqe = urfs_get_sqe(&ring);
+		switch (op) {
+		case 0: urfs_prep_openat(sqe, "f", URFS_O_CREAT); break;
+		case 1: urfs_prep_unlink(sqe, "f"); break;
+		case 2: urfs_prep_statx(sqe, -1, "f", &stx); break;
+		case 3: urfs_prep_statx(sqe, 0, NULL, &stx); break;
+		default: urfs_prep_close(sqe, 0); break;
+		}
+		if (urfs_submit_and_wait(&ring, 1) != 1 || urfs_peek_cqe(&ring, &cqe) < 0)
+			FAIL("file op %d without an image", op);
+		if (cqe->res != (op < 3 ? -ENODEV : -EBADF))
+			FAIL("file op %d without an image: %d, want %d", op, cqe->res, op < 3 ? -ENODEV : -EBADF);
+		urfs_cqe_seen(&ring, cqe);
+	}
+	urfs_queue_exit(&ring);
 	printf("ok\n");
 	return 0;
 }
