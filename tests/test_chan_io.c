@@ -9,7 +9,8 @@
  * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
  * O_DSYNC channels; urch_batch_write_force; urch_unlink removes the file once (then -ENOENT);
  * a NULL channel is -EINVAL to close, engine and fd; a UR channel opened
- * without an image in its options lives in $SFS_IMAGE's image; a UR name of
+ * without an image in its options lives in $SFS_IMAGE's image; every engine's
+ * closed channels leave no descriptor open; a UR name of
  * 63 bytes opens and unlinks, one of 64 is -EINVAL.
  * A configuration the host cannot run (io_uring blocked, no O_DIRECT) is a skipped part. */
 #include <unistd.h>
@@ -334,6 +335,18 @@ static void image_from_env(void)
 	printf("ok ur: the image from $SFS_IMAGE\n");
 }
 
+/* Descriptors open in this process. */
+static int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	CHECK(d, "opendir /proc/self/fd");
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
 int main(void)
 {
 	image_from_env();
@@ -342,7 +355,11 @@ int main(void)
 	for (unsigned i = 0; i < NCFG; i++) {
 		if (!cfg_runnable(&cfgs[i]))
 			continue;
+		int fds = count_fds();
 		run(&cfgs[i]);
+		/* closed channels keep no descriptor: file, ring, server link */
+		CHECK(count_fds() == fds, "%s: %d descriptors open after the channels closed, %d before",
+		      cfgs[i].label, count_fds(), fds);
 		printf("ok %s\n", cfgs[i].label);
 	}
 	free(model);
