@@ -6,13 +6,15 @@
  * wait with timeout on an empty ring (-ETIME, not before the time asked nor
  * long after), a full CQ never overrun (SQEs wait in the SQ), the entry limits
  * (32768, default CQ 2x capped), and the server sleeping and waking; without
- * an image every file operation fails (-ENODEV by name, -EBADF on a handle). */
+ * an image every file operation fails (-ENODEV by name, -EBADF on a handle),
+ * and such a ring gets a server of its own beside disk.sfs's running one. */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "sfs.h"
 #include "ur_fs.h"
 
 #include "testutil.h"
@@ -194,8 +196,17 @@ int main(void)
 
 	/* 7. no image (backend_none.c): every file operation fails, by name
 	 * -ENODEV, on a handle -EBADF (no handle was ever opened); none
-	 * reports success */
+	 * reports success. Also while the default image (disk.sfs here) exists
+	 * and has a server: a ring without an image never attaches to it. */
+	unsetenv("SFS_IMAGE");
+	if ((r = sfs_format("disk.sfs", 16ull << 20, 0)) < 0)
+		FAIL("format disk.sfs: %s", strerror(-r));
+	struct urfs_ring img;
+	if ((r = urfs_queue_init(8, &img, 0)) < 0)
+		FAIL("ring on disk.sfs: %s", strerror(-r));
 	init(8, 0, 100);
+	if (ring.server_pid == img.server_pid)
+		FAIL("a ring without an image attached to disk.sfs's server %d", (int)img.server_pid);
 	struct urfs_statx stx;
 	for (int op = 0; op < 5; op++) {
 		sqe = urfs_get_sqe(&ring);
@@ -213,6 +224,7 @@ int main(void)
 		urfs_cqe_seen(&ring, cqe);
 	}
 	urfs_queue_exit(&ring);
+	urfs_queue_exit(&img);
 	printf("ok\n");
 	return 0;
 }
