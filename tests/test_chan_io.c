@@ -8,7 +8,8 @@
  * EOF, zero length) reports each op and completes the rest; writes on a
  * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
  * O_DSYNC channels; urch_batch_write_force; urch_unlink removes the file once (then -ENOENT);
- * a NULL channel is -EINVAL to close, engine and fd; a UR channel opened
+ * a NULL channel is -EINVAL to close, engine and fd, and a NULL buf to
+ * urch_alloc_buf; a UR channel opened
  * without an image in its options lives in $SFS_IMAGE's image; every engine's
  * closed channels leave no descriptor open; a UR name of
  * 63 bytes opens and unlinks, one of 64 is -EINVAL.
@@ -296,6 +297,7 @@ static void run(const struct cfg *c)
 	CHECK(urch_unlink(NULL, c->engine, &o) == -EINVAL, "%s: unlink NULL", c->label);
 	CHECK(urch_close(NULL) == -EINVAL, "%s: close NULL", c->label);
 	CHECK(urch_engine(NULL) == -EINVAL && urch_fd(NULL) == -EINVAL, "%s: engine, fd of NULL", c->label);
+	CHECK(urch_alloc_buf(NULL, PG, NULL) == -EINVAL, "%s: alloc_buf into NULL", c->label);
 	CHECK(urch_unlink(c->path, 99, &o) == -EINVAL, "%s: unlink, bad engine", c->label);
 	if (c->engine == URCH_UR)
 		CHECK(urch_unlink("a/b", c->engine, &o) == -EINVAL, "%s: unlink a/b", c->label);
