@@ -8,8 +8,11 @@
  * EOF, zero length) reports each op and completes the rest; writes on a
  * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
  * O_DSYNC channels; urch_batch_write_force; urch_unlink removes the file once (then -ENOENT);
- * a NULL channel is -EINVAL to close, engine and fd; a UR channel opened
- * without an image in its options lives in $SFS_IMAGE's image.
+ * a NULL channel is -EINVAL to close, engine and fd, and a NULL buf to
+ * urch_alloc_buf; a UR channel opened
+ * without an image in its options lives in $SFS_IMAGE's image; every engine's
+ * closed channels leave no descriptor open; a UR name of
+ * 63 bytes opens and unlinks, one of 64 is -EINVAL.
  * A configuration the host cannot run (io_uring blocked, no O_DIRECT) is a skipped part. */
 #include <unistd.h>
 #include "test_chan_common.h"
@@ -294,6 +297,7 @@ static void run(const struct cfg *c)
 	CHECK(urch_unlink(NULL, c->engine, &o) == -EINVAL, "%s: unlink NULL", c->label);
 	CHECK(urch_close(NULL) == -EINVAL, "%s: close NULL", c->label);
 	CHECK(urch_engine(NULL) == -EINVAL && urch_fd(NULL) == -EINVAL, "%s: engine, fd of NULL", c->label);
+	CHECK(urch_alloc_buf(NULL, PG, NULL) == -EINVAL, "%s: alloc_buf into NULL", c->label);
 	CHECK(urch_unlink(c->path, 99, &o) == -EINVAL, "%s: unlink, bad engine", c->label);
 	if (c->engine == URCH_UR)
 		CHECK(urch_unlink("a/b", c->engine, &o) == -EINVAL, "%s: unlink a/b", c->label);
@@ -317,7 +321,32 @@ static void image_from_env(void)
 	CHECK(r == 0, "the file is not in $SFS_IMAGE's image: %s", strerror(-r));
 	CHECK(urch_read(ch, got, 4, 0) == 4 && !memcmp(got, "envy", 4), "data in $SFS_IMAGE's image");
 	urch_close(ch);
+	/* A UR name of exactly SFS_NAME_MAX (= UR_NAME_MAX) bytes is a name
+	 * (urch_open(3): 1 to 63 bytes); one more is -EINVAL, to open and unlink. */
+	char name[SFS_NAME_MAX + 2];
+	memset(name, 'n', SFS_NAME_MAX + 1);
+	name[SFS_NAME_MAX + 1] = 0;
+	CHECK(urch_open_opts(name, URCH_CREATE, URCH_UR, &o, &ch) == -EINVAL, "open a 64-byte name");
+	CHECK(urch_unlink(name, URCH_UR, &o) == -EINVAL, "unlink a 64-byte name");
+	name[SFS_NAME_MAX] = 0;
+	r = urch_open_opts(name, URCH_CREATE, URCH_UR, &o, &ch);
+	CHECK(r == 0, "open a 63-byte name: %s", strerror(-r));
+	CHECK(urch_close(ch) == 0, "close");
+	r = urch_unlink(name, URCH_UR, &o);
+	CHECK(r == 0, "unlink a 63-byte name: %s", strerror(-r));
 	printf("ok ur: the image from $SFS_IMAGE\n");
+}
+
+/* Descriptors open in this process. */
+static int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	CHECK(d, "opendir /proc/self/fd");
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
 }
 
 int main(void)
@@ -328,7 +357,11 @@ int main(void)
 	for (unsigned i = 0; i < NCFG; i++) {
 		if (!cfg_runnable(&cfgs[i]))
 			continue;
+		int fds = count_fds();
 		run(&cfgs[i]);
+		/* closed channels keep no descriptor: file, ring, server link */
+		CHECK(count_fds() == fds, "%s: %d descriptors open after the channels closed, %d before",
+		      cfgs[i].label, count_fds(), fds);
 		printf("ok %s\n", cfgs[i].label);
 	}
 	free(model);

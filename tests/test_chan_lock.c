@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: channel byte-range locks on every engine. Two channels of one
  * process contend (exclusive vs shared, shared vs shared, adjacent ranges,
- * len 0 = to the end and beyond, unlocking the middle of a range, close
+ * len 0 = to the end and beyond, 200 ranges held at once and the gaps
+ * between them free, unlocking the middle of a range, close
  * releasing, an exclusive lock on a read-only channel refused, a NULL channel
  * or a range past INT64_MAX refused (-EINVAL) by lock and unlock, a blocking
  * lock in a second thread waking when the holder unlocks). Two processes
@@ -79,6 +80,33 @@ static void in_process(const struct cfg *c)
 	CHECK(urch_try_lock(b, 50, 10, 0) == -EAGAIN, "%s: b in left part", c->label);
 	CHECK(urch_try_lock(b, 250, 10, 0) == -EAGAIN, "%s: b in right part", c->label);
 	CHECK(urch_unlock(a, 0, 0) == 0 && urch_unlock(b, 0, 0) == 0, "%s: unlocks", c->label);
+
+	/* many ranges at once (more than any first allocation): each is held,
+	 * the gaps between them are free */
+	for (uint64_t i = 0; i < 200; i++)
+		CHECK(urch_try_lock(a, 2000 + 10 * i, 5, 0) == 0, "%s: a range %llu", c->label,
+		      (unsigned long long)i);
+	/* the heap in use meanwhile: a lock table written past its end shows */
+	void *churn[64];
+	for (int k = 0; k < 64; k++) {
+		churn[k] = malloc(32 + 48 * (size_t)k);
+		CHECK(churn[k], "malloc");
+		memset(churn[k], 0x5a, 32 + 48 * (size_t)k);
+	}
+	for (uint64_t i = 0; i < 200; i++) {
+		CHECK(urch_try_lock(b, 2004 + 10 * i, 1, 1) == -EAGAIN, "%s: b inside a's range %llu",
+		      c->label, (unsigned long long)i);
+		CHECK(urch_try_lock(b, 2005 + 10 * i, 5, 0) == 0, "%s: b in gap %llu", c->label,
+		      (unsigned long long)i);
+	}
+	CHECK(urch_unlock(b, 0, 0) == 0, "%s: b unlock all", c->label);
+	for (int k = 0; k < 64; k++)
+		free(churn[k]);
+	for (uint64_t i = 0; i < 200; i++)
+		CHECK(urch_unlock(a, 2000 + 10 * i, 5) == 0, "%s: a unlock range %llu", c->label,
+		      (unsigned long long)i);
+	CHECK(urch_try_lock(b, 2000, 2000, 0) == 0 && urch_unlock(b, 0, 0) == 0,
+	      "%s: b over all of a's former ranges", c->label);
 
 	/* len 0: to the end and beyond */
 	CHECK(urch_try_lock(a, 1000, 0, 0) == 0, "%s: a to EOF", c->label);

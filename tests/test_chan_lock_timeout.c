@@ -3,7 +3,8 @@
  * (the server's locks) and UR opened URCH_EXCL (locks kept in the process):
  * against another channel's lock, a 150 ms timeout returns -ETIMEDOUT no
  * sooner than 150 ms and leaves nothing queued (the holder's unlock gives the
- * waiter nothing: the holder can lock the range again at once); a timeout
+ * waiter nothing: the holder can lock the range again at once), and so does
+ * the shortest one, 1 ns (never a wait for ever); a timeout
  * that the holder's unlock beats returns 0 at the unlock, long before it; a
  * free range is taken at once. Every engine: timeout 0 is a try (-EAGAIN),
  * a negative one waits as urch_lock does; host files (OFD locks, which have
@@ -65,6 +66,23 @@ static void run(const struct cfg *c)
 	/* nothing left queued: a's unlock gives b nothing */
 	CHECK(urch_unlock(a, 0, 0) == 0, "%s: a unlocks", c->label);
 	CHECK(urch_try_lock(a, 0, 100, 0) == 0, "%s: a again: b took nothing", c->label);
+	/* the shortest timeout, 1 ns, is a timeout too, not a wait for ever
+	 * (bounded here: a's unlock after 5 s frees a waiter that missed it) */
+	struct timed o = { .ch = b, .timeout_ns = 1 };
+	pthread_t to;
+	CHECK(pthread_create(&to, NULL, timed_lock, &o) == 0, "thread");
+	struct timespec end;
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += 5;
+	int j = pthread_timedjoin_np(to, NULL, &end);
+	if (j) {
+		CHECK(urch_unlock(a, 0, 0) == 0, "%s: a unlocks", c->label);
+		pthread_join(to, NULL);
+	}
+	CHECK(!j && o.res == -ETIMEDOUT, "%s: a 1 ns timeout: %d after %llu ms", c->label, o.res,
+	      (unsigned long long)o.took_ms);
+	CHECK(urch_unlock(a, 0, 0) == 0 && urch_try_lock(a, 0, 100, 0) == 0,
+	      "%s: a again after the 1 ns timeout: b took nothing", c->label);
 
 	/* the unlock comes first: granted then, not at the timeout */
 	struct timed u = { .ch = b, .timeout_ns = 3000 * 1000000ll };

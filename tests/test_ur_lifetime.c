@@ -4,16 +4,21 @@
  * of hanging (within 5 s). The client
  * SIGKILLed (server idle or busy): the server exits promptly, no orphan (the
  * test is a subreaper and reaps it). A missing server binary: a clear -ENOENT
- * naming simplefs_server. Normal exit reaps the server. A fake server (this
+ * naming simplefs_server. SIGINT leaves the server serving; normal exit
+ * reaps it. A fake server (this
  * program run again as the "server") that answers the start-up with hostile
  * hello values: an err in -4095..-1 comes back as that -errno with the
  * server's message, anything else (-4096, INT32_MIN, a positive number) as
  * -EIO, never as success or a wild value (ABI.md: err is 0 or -errno); one
- * that exits without a hello (-EPIPE, "exited during start-up"); a
+ * that exits without a hello (-EPIPE, "exited during start-up"); one that
+ * signals the client before its refusal, whose handler opens descriptors:
+ * the failed start closes none of them (the server's end of the socket
+ * pair is closed once); a
  * server that cannot be started (a directory); each failed start leaves no
  * descriptor or region mapping behind. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,6 +125,15 @@ static int fake_server(void)
 {
 	if (!strcmp(getenv("URTEST_FAKE_ERR"), "none"))
 		return 0;               /* exits without a word */
+	if (!strcmp(getenv("URTEST_FAKE_ERR"), "signal")) {
+		/* SIGUSR1 to the client (the liveness socket's peer), pending
+		 * there before our refusal can be read: its handler runs first */
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		if (getsockopt(UR_FD_LIVE, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || kill(cr.pid, SIGUSR1) < 0)
+			return 2;
+		setenv("URTEST_FAKE_ERR", "-30", 1);        /* -EROFS */
+	}
 	struct ur_hello h;
 	memset(&h, 'x', sizeof(h));
 	h.err = (int32_t)strtoll(getenv("URTEST_FAKE_ERR"), NULL, 0);
@@ -142,6 +156,44 @@ static int start_on(const char *server, const char *fake, struct urfs_params *p)
 		urfs_queue_exit(&r);
 	unsetenv("URTEST_FAKE_ERR");
 	return e;
+}
+
+/* The descriptors a signal handler opened while the ring was starting. */
+#define SIG_FDS 16
+static int sig_fd[SIG_FDS];
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	for (int i = 0; i < SIG_FDS; i++)
+		sig_fd[i] = dup(2);
+}
+
+/* A failed start closes its descriptors and only those: the server's end of
+ * the socket pair, closed once the server has it, is not closed again on
+ * the way out, where its number may be another's by then (here a signal
+ * handler's, run while the setup waits for the hello). */
+static void start_closes_only_its_own(void)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	CHECK(sigaction(SIGUSR1, &sa, &old) == 0);
+	for (int i = 0; i < SIG_FDS; i++)
+		sig_fd[i] = -1;
+	struct urfs_params p;
+	int e = start_on("/proc/self/exe", "signal", &p);
+	CHECK(sigaction(SIGUSR1, &old, NULL) == 0);
+	if (e != -EROFS)
+		FAIL("fake server refusing with -EROFS after a signal: setup returned %d", e);
+	for (int i = 0; i < SIG_FDS; i++) {
+		if (sig_fd[i] < 0)
+			FAIL("the signal handler did not run (dup: %d)", sig_fd[i]);
+		if (fcntl(sig_fd[i], F_GETFD) < 0)
+			FAIL("a failed start closed fd %d, which a signal handler opened while it waited",
+			     sig_fd[i]);
+		close(sig_fd[i]);
+	}
 }
 
 /* Open descriptors, and mappings of a ring's region, of this process. */
@@ -186,6 +238,7 @@ static void hostile_hello(void)
 		if (strspn(p.errmsg, "x") < 100 || p.errmsg[strspn(p.errmsg, "x")] != '\0')
 			FAIL("server hello err %lld: message '%.40s...' is not the server's", t[i].err, p.errmsg);
 	}
+	start_closes_only_its_own();
 	/* A server that exits before its hello: -EPIPE and why, at once (not the
 	 * start-up timeout's -ETIMEDOUT). */
 	struct urfs_params p;
@@ -210,11 +263,19 @@ int main(int argc, char **argv)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		FAIL("subreaper");
 
-	/* 1. normal: exit reaps the server */
+	/* 1. normal: exit reaps the server; SIGINT (^C) does not end it before
+	 * (ABI.md: ignored, the server follows its client out) */
 	init(&r, 1000);
 	if (nop(&r) < 0)
 		FAIL("nop");
 	int spid = r.server_pid;
+	if (kill(spid, SIGINT) < 0)
+		FAIL("SIGINT to the server");
+	struct timespec pause = { 0, 100 * 1000 * 1000 };
+	nanosleep(&pause, NULL);
+	int e0 = nop(&r);
+	if (e0 < 0)
+		FAIL("nop after SIGINT to the server: %s", strerror(-e0));
 	urfs_queue_exit(&r);
 	if (kill(spid, 0) == 0 || errno != ESRCH)
 		FAIL("server %d not reaped by queue_exit", spid);

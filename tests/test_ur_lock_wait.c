@@ -15,7 +15,9 @@
  * cancel's 0, nothing left queued (nor a timeout later); an unknown
  * user_data, a granted one and another ring's wait are -ENOENT (that wait
  * goes on), and a ring's cancel ends its own wait, not another ring's with
- * the same user_data in the server; nonzero fields -EINVAL. The server exits after the last client,
+ * the same user_data in the server; nonzero fields -EINVAL. Closing a handle
+ * (the server's handle 0) leaves the lock and the wait of the ring's other
+ * handle of the file as they were. The server exits after the last client,
  * the image fsck-clean. */
 #include "test_ur_multi.h"
 
@@ -303,6 +305,32 @@ static void cancels(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring *
 	printf("cancels: ok\n");
 }
 
+/* Closing a handle ends its own locks and waits, not those of the ring's
+ * other handles: a closes fa (the server's first handle, 0) while its second
+ * handle of the file holds one range and waits for another. */
+static void close_one_handle(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring *c,
+			     int fa, int fb, int fc)
+{
+	int fa2 = mp_open(a, "f", 0);
+	if (fa2 < 0)
+		FAIL("open a second handle: %d", fa2);
+	printf("a's handles: %d and %d\n", fa, fa2);
+	CHECK_EQ(DONE(a, lock_q(a, fa2, 200, 1, EX, 0)), 0);
+	CHECK_EQ(DONE(c, lock_q(c, fc, 300, 1, EX, 0)), 0);
+	uint64_t w = lock_q(a, fa2, 300, 1, EX | W, 0);
+	CHECK_EQ(res_of(a, w, 50), NONE);
+	struct urfs_sqe q = { .opcode = UR_OP_CLOSE, .fd = fa };
+	CHECK_EQ(DONE(a, submit_q(a, &q)), 0);
+	CHECK_EQ(res_of(a, w, 50), NONE);                              /* still waiting */
+	CHECK_EQ(DONE(b, lock_q(b, fb, 200, 1, SH, 0)), -EAGAIN);      /* still held */
+	CHECK_EQ(DONE(c, unlock_q(c, fc, 300, 1)), 0);
+	CHECK_EQ(DONE(a, w), 0);
+	CHECK_EQ(DONE(a, unlock_q(a, fa2, 0, 0)), 0);
+	CHECK_EQ(DONE(b, lock_q(b, fb, 200, 101, EX, 0)), 0);
+	CHECK_EQ(DONE(b, unlock_q(b, fb, 0, 0)), 0);
+	no_cqes_left();
+}
+
 int main(void)
 {
 	alarm(120);
@@ -318,6 +346,7 @@ int main(void)
 	deadlocks(&a, &b, &c, fa, fb, fc);
 	timeouts(&a, &b, &c, fa, fb, fc);
 	cancels(&a, &b, &c, fa, fb, fc);
+	close_one_handle(&a, &b, &c, fa, fb, fc);
 
 	urfs_queue_exit(&c);
 	urfs_queue_exit(&b);

@@ -13,10 +13,14 @@
  * a waiting one that then sends a sound request is attached. Two rounds, in
  * the two halves of the monotonic clock's 2^31 ns cycle (a slot table read
  * past its end meets the timestamps beside it, whichever way their bits
- * fall). Meanwhile two well-behaved client processes run
+ * fall). Then rings up to the server's 64: the 65th is refused with -EUSERS
+ * (not served as if attached), and the place of one that left is taken
+ * again. Refused attaches leave the server none of their descriptors.
+ * Meanwhile two well-behaved client processes run
  * the verified workload of test_ur_multi.h and must finish; then everyone
  * leaves, the server exits 0, and the files are byte for byte right and the
  * image fsck-clean. */
+#include <dirent.h>
 #include "test_ur_multi.h"
 
 #define IMG "h.sfs"
@@ -145,6 +149,79 @@ static void late_attaches(void)
 	}
 }
 
+/* The server serves UR_MAX_CLIENTS (64) rings: with the holder and the three
+ * attackers attached, this process takes the rest; the next is refused with
+ * -EUSERS and the reason (urfs_queue_init(3)), never served as if attached;
+ * once one leaves, its place is free again. */
+static void too_many(void)
+{
+	static struct urfs_ring r[UR_MAX_CLIENTS];
+	struct urfs_params p;
+	unsigned n = 0;
+	int e;
+	for (;;) {
+		memset(&p, 0, sizeof(p));
+		p.image = IMG;
+		if ((e = urfs_queue_init_params(4, &r[n], &p)) < 0)
+			break;
+		if (++n == UR_MAX_CLIENTS)
+			FAIL("%u more rings attached beside 4: the server serves at most %u", n, UR_MAX_CLIENTS);
+	}
+	if (e != -EUSERS || !strstr(p.errmsg, "too many clients"))
+		FAIL("ring %u: %s (%s), want %s (too many clients)", n + 4, strerror(-e), p.errmsg,
+		     strerror(EUSERS));
+	if (n + 4 != UR_MAX_CLIENTS)
+		FAIL("refused after %u rings, want %u", n + 4, UR_MAX_CLIENTS);
+	urfs_queue_exit(&r[--n]);
+	memset(&p, 0, sizeof(p));
+	p.image = IMG;
+	if ((e = urfs_queue_init_params(4, &r[n], &p)) < 0)
+		FAIL("a ring in the place of one that left: %s (%s)", strerror(-e), p.errmsg);
+	for (unsigned i = 0; i <= n; i++)
+		urfs_queue_exit(&r[i]);
+	printf("%u rings served, the next refused: %s\n", UR_MAX_CLIENTS, strerror(EUSERS));
+}
+
+/* Descriptors open in process pid. */
+static int fds_of(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		FAIL("%s: %s", path, strerror(errno));
+	int n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* A refused attach leaves the server no descriptor of it: neither the
+ * connection nor those it passed (refused before ur_host_add, with 3 or 5
+ * of them, or inside it). Its answer comes before it closes them: within
+ * 2 s the server is back to as many descriptors as before. */
+static void refusals_keep_nothing(pid_t spid)
+{
+	int n0 = fds_of(spid);
+	static const int kinds[] = { 1, 3, 4, 5 };   /* mp_attach_send's */
+	for (int i = 0; i < 4; i++) {
+		char why[256] = "";
+		int err = mp_attach_raw(IMG, kinds[i], why, sizeof(why));
+		if (err >= 0)
+			FAIL("bad attach %d: answered %d '%s', want a refusal", kinds[i], err, why);
+	}
+	int n = fds_of(spid);
+	for (int t = 0; t < 200 && n != n0; t++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		n = fds_of(spid);
+	}
+	if (n != n0)
+		FAIL("the server holds %d descriptors after 4 refused attaches, %d before", n, n0);
+	printf("4 refused attaches: the server kept none of their descriptors (%d)\n", n);
+}
+
 int main(void)
 {
 	alarm(120);
@@ -196,6 +273,8 @@ int main(void)
 			FAIL("good client %d failed beside the attackers (status %#x)", i, st);
 	}
 	late_attaches();
+	too_many();
+	refusals_keep_nothing(spid);
 	if (kill(spid, 0) < 0)
 		FAIL("the server died");
 	if (write(quit[1], "qqq", 3) != 3)

@@ -7,8 +7,10 @@
  * 2 s more, and the server is as it was: alive and still stopped, never
  * signalled. After SIGCONT every one of the 256 writes completes, the data
  * reads back, and the server ends cleanly (exit 0) after the other ring
- * leaves. Twice: the ring that leaves is the one that started the server
- * (its child), then one that attached to it. */
+ * leaves, and that last ring returns well within its exit bound (20 s),
+ * also when the server it waits for is a zombie of this process, its
+ * starter gone. Twice: the ring that leaves is the one that started the
+ * server (its child), then one that attached to it. */
 #include "test_ur_multi.h"
 
 #define IMG "leave.sfs"
@@ -97,7 +99,22 @@ static void round_trip(int spawner_leaves)
 			FAIL("chunk %u does not read back", i);
 	CHECK_EQ(mp_fd_op(&stay, 1, fd), 0);
 	CHECK_EQ(mp_fd_op(&stay, 0, fd), 0);
+	/* The last client returns once the server has exited (ABI.md,
+	 * Lifetimes). When its starter left first, the server ends as a zombie
+	 * of this process, which nobody reaps yet: that is exited, not a server
+	 * to wait the exit bound (20 s here) for. */
+	setenv("UR_EXIT_TIMEOUT_MS", "20000", 1);
+	t0 = mp_now_ms();
 	urfs_queue_exit(&stay);
+	took = mp_now_ms() - t0;
+	char b[16];
+	snprintf(b, sizeof(b), "%d", BOUND_MS);
+	setenv("UR_EXIT_TIMEOUT_MS", b, 1);
+	if (spawner_leaves && proc_state(spid) != 'Z')
+		FAIL("the server is not a zombie of this process after its last client left");
+	if (took >= 10000)
+		FAIL("%s: the last client took %llu ms to leave (its server exited: %s)", who,
+		     (unsigned long long)took, spawner_leaves ? "a zombie" : "reaped");
 	mp_server_gone(spid, IMG, 10000);
 	printf("%s: the other ring's %u writes completed after SIGCONT; the server ended cleanly\n",
 	       who, NW);

@@ -10,7 +10,7 @@
  * a registration of 0 or more than UR_MAX_BUFS buffers)
  * answered with -EINVAL/-EBADF/-EFAULT/-ENAMETOOLONG in ABI.md's order while
  * the ring stays healthy; an index no longer registered; a buffer larger than
- * the staging area (-ENOBUFS). */
+ * the staging area, alone or as a vector's pieces (-ENOBUFS). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,6 +384,14 @@ int main(void)
 		if ((r = urfs_wait_cqe_timeout(&ring, &c, &ts)) < 0)
 			FAIL("a read larger than the staging area: no CQE (%s)", strerror(-r));
 		expect(c->res, -ENOBUFS, "read larger than the staging area");
+		urfs_cqe_seen(&ring, c);
+		/* the same for a vector whose pieces add up past it */
+		struct iovec hv[2] = { { hb, huge / 2 }, { hb + huge / 2, huge - huge / 2 } };
+		s = sqe_n(0); urfs_prep_readv(s, fd, hv, 2, 0); SET(s, 10);
+		urfs_submit(&ring);
+		if ((r = urfs_wait_cqe_timeout(&ring, &c, &ts)) < 0)
+			FAIL("a readv larger than the staging area: no CQE (%s)", strerror(-r));
+		expect(c->res, -ENOBUFS, "readv larger than the staging area");
 		urfs_cqe_seen(&ring, c);
 		free(hb);
 	}

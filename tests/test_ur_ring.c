@@ -5,13 +5,16 @@
  * entries (nothing lost, nothing duplicated), for-each/advance and peek_batch,
  * wait with timeout on an empty ring (-ETIME, not before the time asked nor
  * long after), a full CQ never overrun (SQEs wait in the SQ), the entry limits
- * (32768, default CQ 2x capped), and the server sleeping and waking. */
+ * (32768, default CQ 2x capped), and the server sleeping and waking; without
+ * an image every file operation fails (-ENODEV by name, -EBADF on a handle),
+ * and such a ring gets a server of its own beside disk.sfs's running one. */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "sfs.h"
 #include "ur_fs.h"
 
 #include "testutil.h"
@@ -190,6 +193,38 @@ int main(void)
 				FAIL("SQ %u CQ %u: %d, expected -EINVAL", bad[i][0], bad[i][1], r);
 		}
 	}
+
+	/* 7. no image (backend_none.c): every file operation fails, by name
+	 * -ENODEV, on a handle -EBADF (no handle was ever opened); none
+	 * reports success. Also while the default image (disk.sfs here) exists
+	 * and has a server: a ring without an image never attaches to it. */
+	unsetenv("SFS_IMAGE");
+	if ((r = sfs_format("disk.sfs", 16ull << 20, 0)) < 0)
+		FAIL("format disk.sfs: %s", strerror(-r));
+	struct urfs_ring img;
+	if ((r = urfs_queue_init(8, &img, 0)) < 0)
+		FAIL("ring on disk.sfs: %s", strerror(-r));
+	init(8, 0, 100);
+	if (ring.server_pid == img.server_pid)
+		FAIL("a ring without an image attached to disk.sfs's server %d", (int)img.server_pid);
+	struct urfs_statx stx;
+	for (int op = 0; op < 5; op++) {
+		sqe = urfs_get_sqe(&ring);
+		switch (op) {
+		case 0: urfs_prep_openat(sqe, "f", URFS_O_CREAT); break;
+		case 1: urfs_prep_unlink(sqe, "f"); break;
+		case 2: urfs_prep_statx(sqe, -1, "f", &stx); break;
+		case 3: urfs_prep_statx(sqe, 0, NULL, &stx); break;
+		default: urfs_prep_close(sqe, 0); break;
+		}
+		if (urfs_submit_and_wait(&ring, 1) != 1 || urfs_peek_cqe(&ring, &cqe) < 0)
+			FAIL("file op %d without an image", op);
+		if (cqe->res != (op < 3 ? -ENODEV : -EBADF))
+			FAIL("file op %d without an image: %d, want %d", op, cqe->res, op < 3 ? -ENODEV : -EBADF);
+		urfs_cqe_seen(&ring, cqe);
+	}
+	urfs_queue_exit(&ring);
+	urfs_queue_exit(&img);
 	printf("ok\n");
 	return 0;
 }
