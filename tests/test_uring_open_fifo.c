@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: OPENAT of a FIFO never blocks the submitter: the inline try opens with
- * O_NONBLOCK as the kernel's does (O_RDONLY: an fd at once, left blocking as asked; O_WRONLY
+ * O_NONBLOCK as the kernel's does (O_RDONLY: an fd at once, left blocking as asked, fd 0 too
+ * when stdin is closed; O_WRONLY
  * without a reader: -ENXIO, the kernel's answer), and IOSQE_ASYNC's open waits on a worker
  * until a writer comes. */
 #include "test_uring.h"
@@ -26,6 +27,20 @@ static void body(void)
 	CHECK(c.res >= 0);
 	CHECK_EQ(fcntl(c.res, F_GETFL) & O_NONBLOCK, 0);
 	close(c.res);
+	/* the same with stdin closed: the open's fd is 0, a success like any other (whatever
+	 * errno the submitting thread held before) */
+	int in = dup(0);
+	CHECK(in >= 0);
+	close(0);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_openat(sqe, AT_FDCWD, fifo, O_RDONLY, 0);
+	errno = EINTR;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_next(&ring, &c);
+	CHECK_EQ(c.res, 0);
+	CHECK_EQ(fcntl(0, F_GETFL) & O_NONBLOCK, 0);
+	CHECK_EQ(dup2(in, 0), 0);
+	close(in);
 	sqe = io_uring_get_sqe(&ring);
 	io_uring_prep_openat(sqe, AT_FDCWD, fifo, O_WRONLY, 0);
 	CHECK_EQ(io_uring_submit(&ring), 1);
