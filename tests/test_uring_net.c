@@ -6,7 +6,8 @@
  * CQE is pending (the ring fd's documented behaviour), and a RECV into a provided buffer
  * (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags; a ring fd closed by hand and its
  * number reused is a plain fd again (CLOSE works on it; emulated, queue_exit leaves it open); a
- * dup() of a ring fd works as the ring after the original is closed, and after io_uring_queue_exit
+ * dup() of a ring fd works as the ring after the original is closed (also with stdin closed when
+ * it is first used), and after io_uring_queue_exit
  * neither number is taken for the ring (a file put there is no ring); SENDMSG and RECVMSG use the
  * caller's msghdr and all of its iovecs (msg_iovlen), a RECVMSG that waits for its data from the
  * copy taken at submission (the caller's header and iovecs may change after io_uring_submit:
@@ -225,12 +226,16 @@ static void body(void)
 	close(pp[0]);
 	close(pp[1]);
 
-	/* a dup() of the ring fd is the ring, also once the original is closed */
+	/* a dup() of the ring fd is the ring, also once the original is closed, and with stdin
+	 * closed when the dup is first used (fd 0 is the lowest free number then) */
 	struct io_uring r3;
 	CHECK_EQ(io_uring_queue_init(4, &r3, 0), 0);
+	int in = dup(0);
+	CHECK(in >= 0);
 	int d = dup(r3.ring_fd), orig = r3.ring_fd;
 	CHECK(d >= 0);
 	close(r3.ring_fd);
+	close(0);
 	r3.ring_fd = r3.enter_ring_fd = d;
 	s = io_uring_get_sqe(&r3);
 	io_uring_prep_nop(s);
@@ -238,6 +243,8 @@ static void body(void)
 	CHECK_EQ(io_uring_submit(&r3), 1);
 	tu_reap(&r3, c, 1);
 	CHECK_EQ(c[0].user_data, 50);
+	CHECK_EQ(dup2(in, 0), 0);
+	close(in);
 	io_uring_queue_exit(&r3);
 	CHECK(fcntl(d, F_GETFD) < 0);          /* queue_exit closed the dup */
 	/* and neither number names the ring any more: a file put at either is no ring */
