@@ -4,7 +4,9 @@
  * when stdin is closed; O_WRONLY
  * without a reader: -ENXIO, the kernel's answer), and IOSQE_ASYNC's open waits on a worker
  * until a writer comes; with one worker (IORING_REGISTER_IOWQ_MAX_WORKERS), a second such open
- * waits in the queue, where ASYNC_CANCEL finds it (-ECANCELED) while the first goes on. */
+ * waits in the queue, where ASYNC_CANCEL finds it (-ECANCELED) while the first goes on; emulated,
+ * a LINK_TIMEOUT that fires while such an open runs on its worker completes with -EALREADY (the
+ * open cannot be cancelled there) and the open goes on. */
 #include "test_uring.h"
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -76,6 +78,32 @@ static void body(void)
 	close(c.res);
 	close(w);
 	tu_none(&ring);
+
+	/* emulated: the same open linked to a 50 ms LINK_TIMEOUT; when it fires the open runs on
+	 * the worker, where it cannot be cancelled: the timeout's CQE says -EALREADY (not -ETIME),
+	 * and the open goes on until a writer comes. (Linux 6.18 posts neither CQE within 10 s:
+	 * the kernel's step is left out.) */
+	if (tu_mode != TU_KERNEL) {
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_openat(sqe, AT_FDCWD, fifo, O_RDONLY, 0);
+		sqe->flags |= IOSQE_ASYNC | IOSQE_IO_LINK;
+		sqe->user_data = 4;
+		static struct __kernel_timespec t50 = { 0, 50000000 };
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_link_timeout(sqe, &t50, 0);
+		sqe->user_data = 5;
+		CHECK_EQ(io_uring_submit(&ring), 2);
+		c = tu_wait_at(&ring, 10, __LINE__);
+		CHECK_EQ(c.user_data, 5);
+		CHECK_EQ(c.res, -EALREADY);
+		w = open(fifo, O_WRONLY | O_NONBLOCK);
+		CHECK(w >= 0);
+		c = tu_wait_at(&ring, 10, __LINE__);
+		CHECK_EQ(c.user_data, 4);
+		CHECK(c.res >= 0);
+		close(c.res);
+		close(w);
+	}
 	io_uring_queue_exit(&ring);
 	unlink(fifo);
 	rmdir(dir);
