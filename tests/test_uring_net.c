@@ -12,7 +12,8 @@
  * caller's msghdr and all of its iovecs (msg_iovlen), a RECVMSG that waits for its data from the
  * copy taken at submission (the caller's header and iovecs may change after io_uring_submit:
  * IORING_FEAT_SUBMIT_STABLE), and a RECVMSG with MSG_WAITALL that got part of its bytes goes on
- * into the rest of its iovecs, taking no more than they hold.
+ * into the rest of its iovecs, taking no more than they hold (a RECV so too, into the rest of its
+ * buffer).
  */
 #include "test_uring.h"
 #include <arpa/inet.h>
@@ -63,24 +64,29 @@ static void msg_iovecs(struct io_uring *ring)
 	CHECK(memcmp(r1, "cdef", 4) == 0);
 
 	/* RECVMSG with MSG_WAITALL into 4 + 4 bytes: 5 arrive, then 6; it takes 8 in order and
-	 * leaves the last 3 in the socket */
-	char w0[4], w1[4], rest[8];
-	struct iovec wiov[2] = { { w0, 4 }, { w1, 4 } };
+	 * leaves the last 3 in the socket; then the same with RECV into 8 bytes */
+	char w[8], rest[8];
+	struct iovec wiov[2] = { { w, 4 }, { w + 4, 4 } };
 	struct msghdr wm = { .msg_iov = wiov, .msg_iovlen = 2 };
-	s = tu_sqe(ring);
-	io_uring_prep_recvmsg(s, sv[0], &wm, MSG_WAITALL);
-	s->user_data = 62;
-	CHECK_EQ(io_uring_submit(ring), 1);
-	CHECK_EQ(write(sv[1], "abcde", 5), 5);
-	tu_none(ring);                          /* 5 of 8: it waits for the rest */
-	CHECK_EQ(write(sv[1], "fghXYZ", 6), 6);
-	tu_reap(ring, c, 1);
-	CHECK_EQ(c[0].user_data, 62);
-	CHECK_EQ(c[0].res, 8);
-	CHECK(memcmp(w0, "abcd", 4) == 0);
-	CHECK(memcmp(w1, "efgh", 4) == 0);
-	CHECK_EQ(read(sv[0], rest, sizeof rest), 3);
-	CHECK(memcmp(rest, "XYZ", 3) == 0);
+	for (int m = 0; m < 2; m++) {
+		memset(w, 0, sizeof w);
+		s = tu_sqe(ring);
+		if (m == 0)
+			io_uring_prep_recvmsg(s, sv[0], &wm, MSG_WAITALL);
+		else
+			io_uring_prep_recv(s, sv[0], w, sizeof w, MSG_WAITALL);
+		s->user_data = 62 + (uint64_t)m;
+		CHECK_EQ(io_uring_submit(ring), 1);
+		CHECK_EQ(write(sv[1], "abcde", 5), 5);
+		tu_none(ring);                  /* 5 of 8: it waits for the rest */
+		CHECK_EQ(write(sv[1], "fghXYZ", 6), 6);
+		c[0] = tu_wait_at(ring, 10, __LINE__);
+		CHECK_EQ(c[0].user_data, 62 + m);
+		CHECK_EQ(c[0].res, 8);
+		CHECK(memcmp(w, "abcdefgh", 8) == 0);
+		CHECK_EQ(read(sv[0], rest, sizeof rest), 3);
+		CHECK(memcmp(rest, "XYZ", 3) == 0);
+	}
 	close(sv[0]);
 	close(sv[1]);
 }
