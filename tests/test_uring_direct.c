@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: O_DIRECT files through the drop-in, in all three modes: 32 aligned 4 KiB reads in
- * flight at once (and 8 writes) on a file opened O_DIRECT give pread's bytes; emulated, they go
+ * flight at once (and 8 writes) on a file opened O_DIRECT give pread's bytes, a write with
+ * RWF_APPEND goes to the end of the file whatever its offset; emulated, they go
  * through the kernel's native AIO (the process then maps an AIO ring: "/[aio]" in /proc/self/maps;
  * one AIO context per ring, however many submissions used it), not through a thread per I/O.
  * F_SETFL clearing O_DIRECT makes an unaligned read work, and the fd's number turned into a pipe
@@ -142,8 +143,23 @@ static void body(void)
 		CHECK(chk[0] == 'A' + i && chk[BS - 1] == 'A' + i);
 		free(chk);
 	}
-	/* an unaligned O_DIRECT read fails as the kernel says (-EINVAL), nothing crashes */
+	/* a write with RWF_APPEND goes to the end of the file, whatever its offset */
+	memset(buf, 'Z', BS);
 	struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+	io_uring_prep_write(s, fd, buf, BS, 0);
+	s->rw_flags = RWF_APPEND;
+	s->user_data = 110;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].res, BS);
+	CHECK_EQ(lseek(fd, 0, SEEK_END), (off_t)(NR + 1) * BS);
+	memset(buf, 0, 2 * BS);
+	CHECK_EQ(pread(fd, buf, BS, (off_t)NR * BS), BS);
+	CHECK(buf[0] == 'Z' && buf[BS - 1] == 'Z');
+	CHECK_EQ(pread(fd, buf + BS, BS, 0), BS);
+	CHECK(buf[BS] == 'A');
+	/* an unaligned O_DIRECT read fails as the kernel says (-EINVAL), nothing crashes */
+	s = io_uring_get_sqe(&ring);
 	io_uring_prep_read(s, fd, buf + 1, 100, 3);
 	CHECK_EQ(io_uring_submit(&ring), 1);
 	tu_reap(&ring, c, 1);

@@ -16,7 +16,7 @@
  * polled with none of its events ready is -EINVAL, and POLLRDHUP is reported unasked; a
  * PROVIDE_BUFFERS of none is -E2BIG, of a NULL address fine; a WRITE to a socket whose peer has
  * gone raises SIGPIPE in the submitting thread, a SEND does not; a field an op does not use set is
- * -EINVAL before the fd is looked at (UNLINKAT's off, SHUTDOWN's buf_index, ACCEPT's unknown flags,
+ * -EINVAL before the fd is looked at (UNLINKAT's off, SHUTDOWN's buf_index, ACCEPT's unknown flags and ioprio bits,
  * NOP's ioprio; RECVMSG's and SENDMSG's off and splice_fd_in, OPENAT2's buf_index, CONNECT's len, flags,
  * buf_index and splice_fd_in, SOCKET's flags, buf_index and addr, the addr of FSYNC, SYNC_FILE_RANGE,
  * POLL_ADD, SHUTDOWN and TEE, a TIMEOUT's or LINK_TIMEOUT's addr3 and __pad2; a direct ACCEPT, OPENAT
@@ -400,6 +400,10 @@ static void body(void)
 	s = tu_sqe(&ring);
 	io_uring_prep_accept(s, 1000, NULL, NULL, 0);
 	s->accept_flags = 1;
+	CHECK_EQ(res(&ring), -EINVAL);
+	s = tu_sqe(&ring);
+	io_uring_prep_accept(s, 1000, NULL, NULL, 0);
+	s->ioprio = 0x80;               /* no IORING_ACCEPT_* flag */
 	CHECK_EQ(res(&ring), -EINVAL);
 	s = tu_sqe(&ring);
 	io_uring_prep_nop(s);

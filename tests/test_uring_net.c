@@ -6,12 +6,14 @@
  * CQE is pending (the ring fd's documented behaviour), and a RECV into a provided buffer
  * (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags; a ring fd closed by hand and its
  * number reused is a plain fd again (CLOSE works on it; emulated, queue_exit leaves it open); a
- * dup() of a ring fd works as the ring after the original is closed, and after io_uring_queue_exit
+ * dup() of a ring fd works as the ring after the original is closed (also with stdin closed when
+ * it is first used), and after io_uring_queue_exit
  * neither number is taken for the ring (a file put there is no ring); SENDMSG and RECVMSG use the
  * caller's msghdr and all of its iovecs (msg_iovlen), a RECVMSG that waits for its data from the
  * copy taken at submission (the caller's header and iovecs may change after io_uring_submit:
  * IORING_FEAT_SUBMIT_STABLE), and a RECVMSG with MSG_WAITALL that got part of its bytes goes on
- * into the rest of its iovecs, taking no more than they hold.
+ * into the rest of its iovecs, taking no more than they hold (a RECV so too, into the rest of its
+ * buffer).
  */
 #include "test_uring.h"
 #include <arpa/inet.h>
@@ -62,24 +64,29 @@ static void msg_iovecs(struct io_uring *ring)
 	CHECK(memcmp(r1, "cdef", 4) == 0);
 
 	/* RECVMSG with MSG_WAITALL into 4 + 4 bytes: 5 arrive, then 6; it takes 8 in order and
-	 * leaves the last 3 in the socket */
-	char w0[4], w1[4], rest[8];
-	struct iovec wiov[2] = { { w0, 4 }, { w1, 4 } };
+	 * leaves the last 3 in the socket; then the same with RECV into 8 bytes */
+	char w[8], rest[8];
+	struct iovec wiov[2] = { { w, 4 }, { w + 4, 4 } };
 	struct msghdr wm = { .msg_iov = wiov, .msg_iovlen = 2 };
-	s = tu_sqe(ring);
-	io_uring_prep_recvmsg(s, sv[0], &wm, MSG_WAITALL);
-	s->user_data = 62;
-	CHECK_EQ(io_uring_submit(ring), 1);
-	CHECK_EQ(write(sv[1], "abcde", 5), 5);
-	tu_none(ring);                          /* 5 of 8: it waits for the rest */
-	CHECK_EQ(write(sv[1], "fghXYZ", 6), 6);
-	tu_reap(ring, c, 1);
-	CHECK_EQ(c[0].user_data, 62);
-	CHECK_EQ(c[0].res, 8);
-	CHECK(memcmp(w0, "abcd", 4) == 0);
-	CHECK(memcmp(w1, "efgh", 4) == 0);
-	CHECK_EQ(read(sv[0], rest, sizeof rest), 3);
-	CHECK(memcmp(rest, "XYZ", 3) == 0);
+	for (int m = 0; m < 2; m++) {
+		memset(w, 0, sizeof w);
+		s = tu_sqe(ring);
+		if (m == 0)
+			io_uring_prep_recvmsg(s, sv[0], &wm, MSG_WAITALL);
+		else
+			io_uring_prep_recv(s, sv[0], w, sizeof w, MSG_WAITALL);
+		s->user_data = 62 + (uint64_t)m;
+		CHECK_EQ(io_uring_submit(ring), 1);
+		CHECK_EQ(write(sv[1], "abcde", 5), 5);
+		tu_none(ring);                  /* 5 of 8: it waits for the rest */
+		CHECK_EQ(write(sv[1], "fghXYZ", 6), 6);
+		c[0] = tu_wait_at(ring, 10, __LINE__);
+		CHECK_EQ(c[0].user_data, 62 + m);
+		CHECK_EQ(c[0].res, 8);
+		CHECK(memcmp(w, "abcdefgh", 8) == 0);
+		CHECK_EQ(read(sv[0], rest, sizeof rest), 3);
+		CHECK(memcmp(rest, "XYZ", 3) == 0);
+	}
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -225,12 +232,16 @@ static void body(void)
 	close(pp[0]);
 	close(pp[1]);
 
-	/* a dup() of the ring fd is the ring, also once the original is closed */
+	/* a dup() of the ring fd is the ring, also once the original is closed, and with stdin
+	 * closed when the dup is first used (fd 0 is the lowest free number then) */
 	struct io_uring r3;
 	CHECK_EQ(io_uring_queue_init(4, &r3, 0), 0);
+	int in = dup(0);
+	CHECK(in >= 0);
 	int d = dup(r3.ring_fd), orig = r3.ring_fd;
 	CHECK(d >= 0);
 	close(r3.ring_fd);
+	close(0);
 	r3.ring_fd = r3.enter_ring_fd = d;
 	s = io_uring_get_sqe(&r3);
 	io_uring_prep_nop(s);
@@ -238,6 +249,8 @@ static void body(void)
 	CHECK_EQ(io_uring_submit(&r3), 1);
 	tu_reap(&r3, c, 1);
 	CHECK_EQ(c[0].user_data, 50);
+	CHECK_EQ(dup2(in, 0), 0);
+	close(in);
 	io_uring_queue_exit(&r3);
 	CHECK(fcntl(d, F_GETFD) < 0);          /* queue_exit closed the dup */
 	/* and neither number names the ring any more: a file put at either is no ring */

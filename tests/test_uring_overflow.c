@@ -5,7 +5,8 @@
  * the CQ and cleared once they are all reaped; cq.overflow (dropped CQEs) stays 0. Emulated, a
  * CQE that finds the CQ full when no memory is left for the overflow list (calloc fails in the
  * thread that posts it) is the one CQE lost: it is counted in cq.overflow (docs/DROPIN.md), the
- * overflow flag stays clear, the CQEs before it arrive and the ring goes on. (The kernel's
+ * overflow flag stays clear, the CQEs before it arrive and the ring goes on. The smallest ring
+ * (one SQE, IORING_SETUP_CQSIZE of one CQE) works: three NOPs not reaped arrive in order. (The kernel's
  * overflow list is allocated in the kernel: its mode has no such step.) */
 #include "test_uring.h"
 #include <dlfcn.h>
@@ -115,6 +116,29 @@ static void body(void)
 	if (tu_mode != TU_KERNEL)
 		drop_counted(&ring);
 	close(fd);
+	io_uring_queue_exit(&ring);
+
+	/* the smallest ring: one SQE, a CQ of one; three NOPs, each submitted alone and not
+	 * reaped, all arrive in order (two through the overflow list) */
+	memset(&p, 0, sizeof p);
+	p.flags = IORING_SETUP_CQSIZE;
+	p.cq_entries = 1;
+	CHECK_EQ(io_uring_queue_init_params(1, &ring, &p), 0);
+	CHECK_EQ(ring.cq.ring_entries, 1);
+	for (unsigned i = 0; i < 3; i++) {
+		struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+		CHECK(s);
+		io_uring_prep_nop(s);
+		s->user_data = 0x5eed0000u + i;
+		CHECK_EQ(io_uring_submit(&ring), 1);
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		CHECK_EQ(io_uring_wait_cqe(&ring, &cqe), 0);
+		CHECK_EQ(cqe->user_data, 0x5eed0000u + i);
+		CHECK_EQ(cqe->res, 0);
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	CHECK_EQ(*ring.cq.koverflow, 0);
 	io_uring_queue_exit(&ring);
 }
 

@@ -4,7 +4,8 @@
  * READV/WRITEV against pread, reads of a file dropped from the page cache (they would block: a
  * worker does them), a READV that comes back short inline (partly cached) and goes on from the
  * library's copy of the iovec array, a read at the file position (offset -1), READ_FIXED/WRITE_FIXED
- * with registered buffers and a registered (fixed) file, a read past EOF, an fd number reused
+ * with registered buffers and a registered (fixed) file (a sparse buffer table unregisters like
+ * another), a read past EOF, an fd number reused
  * for a pipe and then a file again (the offset applies only to the file), a batch larger
  * than the SQ taken in several submits, and FILES_UPDATE with IORING_FILE_INDEX_ALLOC: each fd
  * goes to a free slot of the table (a taken one is left alone), the slot is written back into
@@ -397,6 +398,10 @@ static void body(void)
 	tu_reap(&ring, c, 1);
 	CHECK_EQ(c[0].res, 12);
 	CHECK_EQ(io_uring_unregister_files(&ring), 0);
+	CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
+	CHECK_EQ(io_uring_unregister_buffers(&ring), -ENXIO);
+	/* a sparse table (IORING_RSRC_REGISTER_SPARSE) is a registered table: unregistered once */
+	CHECK_EQ(io_uring_register_buffers_sparse(&ring, 2), 0);
 	CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
 	CHECK_EQ(io_uring_unregister_buffers(&ring), -ENXIO);
 	files_alloc(&ring);

@@ -4,7 +4,8 @@
  * through a TIMEOUT SQE of the library's) and sleeps meanwhile (300 ms of waiting cost under 0.1 s
  * of CPU), TIMEOUT expires with -ETIME, a TIMEOUT with a count completes with 0 once that many
  * other requests completed, TIMEOUT_REMOVE cancels a timeout (-ECANCELED) and answers -ENOENT for
- * an unknown one, LINK_TIMEOUT cancels a pipe read that never completes (read -ECANCELED, timeout
+ * an unknown one, with IORING_TIMEOUT_UPDATE moves a timeout's deadline (a 10 s one updated to
+ * 50 ms fires before another 10 s one armed before it), LINK_TIMEOUT cancels a pipe read that never completes (read -ECANCELED, timeout
  * -ETIME, not before its time) and is itself cancelled when the read wins, at once or after the
  * read waited (a linked timeout armed on a waiting request fires at its deadline, not when it is
  * armed), a LINK_TIMEOUT linked to nothing fails its preparation (-EINVAL: the submission stops
@@ -101,6 +102,31 @@ static void body(void)
 	CHECK_EQ(tu_find(c, 3, 2)->res, 0);
 	CHECK(ms_now() - t0 < 5000);
 
+	/* TIMEOUT_REMOVE with IORING_TIMEOUT_UPDATE: of two 10 s timeouts, the later one armed is
+	 * moved to 50 ms and fires then (-ETIME), before the other (13: removed below); an update
+	 * of an unknown one is -ENOENT */
+	for (int i = 0; i < 2; i++) {
+		s = io_uring_get_sqe(&ring);
+		io_uring_prep_timeout(s, &t10s, 0, 0);
+		s->user_data = 13 + (uint64_t)i;
+	}
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	for (int i = 0; i < 2; i++) {
+		s = io_uring_get_sqe(&ring);
+		io_uring_prep_timeout_update(s, &t50, i ? 12345 : 14, 0);   /* 14; one unknown */
+		s->user_data = 15 + (uint64_t)i;
+	}
+	CHECK_EQ(io_uring_submit(&ring), 2);
+	struct __kernel_timespec t3s = { 3, 0 };
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(io_uring_wait_cqe_timeout(&ring, &cqe, &t3s), 0);
+		c[i] = *cqe;
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	CHECK_EQ(tu_find(c, 3, 15)->res, 0);
+	CHECK_EQ(tu_find(c, 3, 16)->res, -ENOENT);
+	CHECK_EQ(tu_find(c, 3, 14)->res, -ETIME);
+
 	/* TIMEOUT_REMOVE */
 	s = io_uring_get_sqe(&ring);
 	io_uring_prep_timeout(s, &t10s, 0, 0);
@@ -111,11 +137,16 @@ static void body(void)
 	s = io_uring_get_sqe(&ring);
 	io_uring_prep_timeout_remove(s, 12345, 0);
 	s->user_data = 12;
-	CHECK_EQ(io_uring_submit(&ring), 3);
-	tu_reap(&ring, c, 3);
-	CHECK_EQ(tu_find(c, 3, 10)->res, -ECANCELED);
-	CHECK_EQ(tu_find(c, 3, 11)->res, 0);
-	CHECK_EQ(tu_find(c, 3, 12)->res, -ENOENT);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_timeout_remove(s, 13, 0);
+	s->user_data = 17;
+	CHECK_EQ(io_uring_submit(&ring), 4);
+	tu_reap(&ring, c, 5);
+	CHECK_EQ(tu_find(c, 5, 10)->res, -ECANCELED);
+	CHECK_EQ(tu_find(c, 5, 11)->res, 0);
+	CHECK_EQ(tu_find(c, 5, 12)->res, -ENOENT);
+	CHECK_EQ(tu_find(c, 5, 13)->res, -ECANCELED);
+	CHECK_EQ(tu_find(c, 5, 17)->res, 0);
 
 	/* a waiter sleeps (CQEs were posted and reaped before): 300 ms of waiting
 	 * cost this thread (almost) no CPU */

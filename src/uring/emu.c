@@ -989,8 +989,10 @@ static void *sqp_main(void *arg)
 			pthread_cond_broadcast(&r->sqspace_cond);
 			if (r->xs) {
 				/* shared: a forked process's SQ_WAKEUP cannot reach this
-				 * cond; look at the SQ every 10 ms while asleep */
-				sqp_nap_locked(r);
+				 * cond; look at the SQ every 10 ms while asleep (asleep
+				 * until there is work: NEED_WAKEUP stays set meanwhile) */
+				while (!r->dying && __atomic_load_n(r->sq_tail, __ATOMIC_ACQUIRE) == *r->sq_head)
+					sqp_nap_locked(r);
 			} else {
 				pthread_cond_wait(&r->sqp_cond, &r->lock);
 			}
