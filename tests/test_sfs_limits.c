@@ -2,7 +2,8 @@
 /* Description: SimpleFS limits and their errors: names of 63 bytes work, 64
  * give -ENAMETOOLONG, empty names -EINVAL; exactly max_files files can exist
  * and one more gives -ENOSPC (a slot comes back after a remove: once the
- * last slot was taken the search wraps to the first, never past the array;
+ * last slot was taken, or when the search from the slot after the last one
+ * taken meets the end, it wraps to the first, never past the array;
  * the full directory survives a remount); bad handles give -EBADF everywhere; the
  * handle table holds exactly 65536 handles, then -EMFILE; a file may be
  * truncated to exactly 2^44 bytes (fsck clean, the size kept across a
@@ -276,6 +277,12 @@ static void too_many_files(void)
 	CHECK(fd >= 0);
 	CHECK_EQ(sfs_file_close(fs, fd), 0);
 	CHECK_EQ(sfs_file_open(fs, "again-too-many", SFS_O_CREAT), -ENOSPC);
+	/* a free slot before the one last taken: the search runs to the last
+	 * slot, then wraps to the first, never past the array */
+	CHECK_EQ(sfs_unlink(fs, "file00050"), 0);
+	fd = sfs_file_open(fs, "wrapped", SFS_O_CREAT);
+	CHECK(fd >= 0);
+	CHECK_EQ(sfs_file_close(fs, fd), 0);
 	CHECK_EQ(sfs_unmount(fs), 0);
 	FSCK_CLEAN(img);
 
@@ -288,6 +295,8 @@ static void too_many_files(void)
 	CHECK_EQ(n, max);
 	CHECK_EQ(sfs_stat(fs, "replacement", &st), 0);
 	CHECK_EQ(sfs_stat(fs, "file00500", &st), -ENOENT);
+	CHECK_EQ(sfs_stat(fs, "wrapped", &st), 0);
+	CHECK_EQ(sfs_stat(fs, "file00050", &st), -ENOENT);
 	CHECK_EQ(sfs_stat(fs, "file00097", &st), 0);
 	CHECK_EQ(st.size, 9);
 	CHECK_EQ(sfs_file_open(fs, "still-too-many", SFS_O_CREAT), -ENOSPC);
