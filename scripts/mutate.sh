@@ -66,7 +66,7 @@ fi
 is_git() { git -C "$TOP" rev-parse --verify -q HEAD >/dev/null 2>&1; }
 
 # --changed: the files that differ from the recorded commit (committed, staged, in the work tree,
-# or new; a license line alone is no difference), then the files under tests/ and scripts/ that
+# or new; a license line or a C comment alone is no difference), then the files under tests/ and scripts/ that
 # name a changed one, until nothing is added
 touched=""
 if [ "$CHANGED" = 1 ]; then
@@ -79,6 +79,18 @@ if [ "$CHANGED" = 1 ]; then
 	touched=$( { git -C "$TOP" diff --numstat -I 'SPDX-License-Identifier: MIT' "$base" -- | cut -f 3-
 		     git -C "$TOP" ls-files -o --exclude-standard; } |
 		grep -v '^tests/mutants/KILLED-AT$' | sort -u)
+	# (nor does a change to a C file's comments alone: gcc strips them, -fpreprocessed runs no
+	# directive, and the two texts are compared; a file new or gone since counts as changed)
+	bare() { gcc -fpreprocessed -dD -E -P -x c - 2>/dev/null; }
+	touched=$(for f in $touched; do
+		case $f in *.c|*.h)
+			if [ -e "$TOP/$f" ] && git -C "$TOP" cat-file -e "$base:$f" 2>/dev/null &&
+			   [ "$(git -C "$TOP" show "$base:$f" | bare | cksum)" = "$(bare < "$TOP/$f" | cksum)" ]; then
+				continue
+			fi ;;
+		esac
+		echo "$f"
+	done)
 	# what a test is made of beyond its .c: the headers it includes (tests/X.h), the scripts it
 	# runs (scripts/X.sh) and the libraries it preloads (tests/lib/X.c -> libX.so)
 	uses() {
