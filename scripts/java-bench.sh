@@ -8,7 +8,7 @@
 #   sh scripts/java-bench.sh h2 [DIR]      H2 on a TPC-B-like workload: H2's own
 #       file store against jdbc:h2:urfs: (io_uring, psync), then both again with
 #       io_uring blocked (noring) and the drop-in emulating it (H2Bench;
-#       SECONDS_PER: seconds per store, 30; THREADS, 4)
+#       SECONDS_PER: seconds per store and round, 20; THREADS, 4; ROUNDS, 3)
 # Works in a scratch directory it makes under DIR (default: the current
 # directory; pages needs O_DIRECT there, which tmpfs lacks) and removes after.
 # Environment: O (the build, default .), REPS (pages: runs per row, median; 5).
@@ -29,9 +29,9 @@ pages)
 h2)
 	mkdir kernel dropin
 	echo "kernel's io_uring allowed:"
-	$JAVA H2Bench "$work/kernel" "${SECONDS_PER:-30}" "${THREADS:-4}" default urfs:io_uring urfs:psync
+	$JAVA H2Bench "$work/kernel" "${SECONDS_PER:-20}" "${THREADS:-4}" "${ROUNDS:-3}" default urfs:io_uring urfs:psync
 	echo "io_uring blocked (noring), the drop-in's ring:"
-	"$BIN/noring" "$BIN/urfs-uring" $JAVA H2Bench "$work/dropin" "${SECONDS_PER:-30}" "${THREADS:-4}" default urfs:io_uring ;;
+	"$BIN/noring" "$BIN/urfs-uring" $JAVA H2Bench "$work/dropin" "${SECONDS_PER:-20}" "${THREADS:-4}" "${ROUNDS:-3}" default urfs:io_uring ;;
 *)
 	echo "usage: sh scripts/java-bench.sh [pages|h2] [DIR]" >&2; exit 2 ;;
 esac

@@ -5,10 +5,13 @@
 // read its balance, update its teller and branch, insert a history row,
 // commit) on each FORM, one after another in this JVM, with the same URL
 // settings: "default" (H2's own file store) or "urfs:ENGINE"
-// (jdbc:h2:urfs: with urfs.engine=ENGINE). Prints per form: transactions,
-// transactions/s, p95 latency in ms, transactions retried (lock timeouts).
+// (jdbc:h2:urfs: with urfs.engine=ENGINE), ROUNDS times, each round on new
+// databases and in an order rotated by one, after an untimed warm-up of
+// every form. Prints per run: transactions, transactions/s, p95 latency in
+// ms, transactions retried (lock timeouts); then per form the medians and the
+// ratio of its median tx/s to the first form's.
 // Run by scripts/java-bench.sh h2:
-//   java ... H2Bench DIR SECONDS THREADS FORM...
+//   java ... H2Bench DIR SECONDS THREADS ROUNDS FORM...
 // Must never count a transaction that did not commit.
 
 import java.sql.Connection;
@@ -103,29 +106,54 @@ public final class H2Bench {
         return new long[][] { all, { retried.get() } };
     }
 
+    static String url(String dir, String form, String name) {
+        if (form.equals("default"))
+            return "jdbc:h2:" + dir + "/default-" + name + "/db" + SETTINGS;
+        System.setProperty("urfs.engine", form.substring("urfs:".length()));
+        return "jdbc:h2:urfs:" + dir + "/" + form.replace(':', '-') + "-" + name + "/db" + SETTINGS;
+    }
+
+    static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
     public static void main(String[] args) throws Exception {
         FilePathUrfs.register();
         String dir = args[0];
         long seconds = Long.parseLong(args[1]);
         int threads = Integer.parseInt(args[2]);
-        String warm = "jdbc:h2:" + dir + "/warmup/db" + SETTINGS;   // the JIT's warm-up, not timed
-        setup(warm);
-        run(warm, Math.min(seconds, 10), threads);
-        System.out.printf("%-16s %8s %10s %8s %8s%n", "H2 store", "tx", "tx/s", "p95 ms", "retried");
-        for (int f = 3; f < args.length; f++) {
-            String form = args[f], url;
-            if (form.equals("default")) {
-                url = "jdbc:h2:" + dir + "/default/db" + SETTINGS;
-            } else {
-                System.setProperty("urfs.engine", form.substring("urfs:".length()));
-                url = "jdbc:h2:urfs:" + dir + "/" + form.replace(':', '-') + "/db" + SETTINGS;
-            }
-            setup(url);
-            long[][] res = run(url, seconds, threads);
-            long[] all = res[0];
-            int n = all.length;
-            double p95 = n == 0 ? 0 : all[(int) (n * 0.95)] / 1e6;
-            System.out.printf("%-16s %8d %10.1f %8.2f %8d%n", form, n, n / (double) seconds, p95, res[1][0]);
+        int rounds = Integer.parseInt(args[3]);
+        String[] forms = Arrays.copyOfRange(args, 4, args.length);
+        int k = forms.length;
+        // The JIT's warm-up, not timed: every form's code paths, 10 s in all at most.
+        for (String form : forms) {
+            String warm = url(dir, form, "warmup");
+            setup(warm);
+            run(warm, Math.max(1, Math.min(seconds, 10) / k), threads);
         }
+        double[][] tps = new double[k][rounds], p95 = new double[k][rounds];
+        System.out.printf("%-16s %5s %8s %10s %8s %8s%n", "H2 store", "round", "tx", "tx/s", "p95 ms", "retried");
+        // Round r runs the forms in an order rotated by r, so that no form
+        // always runs first (or last) in the JVM.
+        for (int r = 0; r < rounds; r++) {
+            for (int j = 0; j < k; j++) {
+                int f = (j + r) % k;
+                String url = url(dir, forms[f], "r" + r);
+                setup(url);
+                long[][] res = run(url, seconds, threads);
+                long[] all = res[0];
+                int n = all.length;
+                tps[f][r] = n / (double) seconds;
+                p95[f][r] = n == 0 ? 0 : all[(int) (n * 0.95)] / 1e6;
+                System.out.printf("%-16s %5d %8d %10.1f %8.2f %8d%n", forms[f], r + 1, n, tps[f][r], p95[f][r], res[1][0]);
+            }
+        }
+        System.out.printf("%nmedian of %d rounds, %d threads, %d s each%n", rounds, threads, seconds);
+        System.out.printf("%-16s %10s %8s %10s%n", "H2 store", "tx/s", "p95 ms", "x " + forms[0]);
+        for (int f = 0; f < k; f++)
+            System.out.printf("%-16s %10.1f %8.2f %10.2f%n", forms[f], median(tps[f]), median(p95[f]),
+                              median(tps[f]) / median(tps[0]));
     }
 }
