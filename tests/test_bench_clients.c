@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: bench's interval mode and clients knob (issue 10). Interval:
+/* Description: bench's interval mode and clients knob. Interval:
  * a paced job issues one I/O per interval and no more (a 20 ms interval over
  * 0.25 s gives 2..13 I/Os, never a burst), and a ur job reports its server's
  * CPU. Clients: two psync processes on one host file give an aggregate whose

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: urch_lock_timeout on every engine (issue 27, item 5). UR
+/* Description: urch_lock_timeout on every engine. UR
  * (the server's locks) and UR opened URCH_EXCL (locks kept in the process):
  * against another channel's lock, a 150 ms timeout returns -ETIMEDOUT no
  * sooner than 150 ms and leaves nothing queued (the holder's unlock gives the

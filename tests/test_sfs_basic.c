@@ -378,7 +378,7 @@ static void test_reuse_zero(void)
 /* O_DIRECT mounts: unaligned requests go through bounce buffers (with
  * read-modify-write for partial blocks); results must equal a plain mount. */
 /* A write that fails with -ENOSPC changes nothing, even when the only free
- * space was freed in the running transaction (H2's bug 2). */
+ * space was freed in the running transaction. */
 static void test_enospc_nochange(void)
 {
 	struct sfs_dev *dev = sfs_memdev_new(NULL, 0, 1u << 20);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: how the library creates an image file (issue 8, item 4):
+/* Description: how the library creates an image file:
  * sfs_format / sfs_format_ex and sfs_mount(SFS_MOUNT_CREATE). A new image is
  * 0600 whatever the umask lets through (or exactly the mode asked for); a
  * dangling symbolic link is never followed (its target is not created), nor

@@ -4,7 +4,7 @@
  * next write fails with -ENOSPC, unaligned writes fill to the last byte of
  * the last block, nothing is corrupted (fsck clean, the other file intact,
  * the partial file's bytes exact after remount), a write that fails with
- * -ENOSPC changes nothing (not even with uncommitted frees about: H2 bug 2),
+ * -ENOSPC changes nothing (not even with uncommitted frees about),
  * and the space is usable again after a remove.
  *
  * The image has 577 blocks (1 mod 8), so a full one owns a block whose bit

@@ -224,7 +224,7 @@ static void names_printed_safely(void)
 	OUT_HAS("name:   nl\\nname\n");
 }
 
-/* Bad input gets a message that says what is wrong (issue 31): names
+/* Bad input gets a message that says what is wrong: names
  * against FORMAT.md's rule, each before the image is touched (usage: exit
  * 2); which limit a full image met; mkfs's geometry mistakes as usage
  * errors; its count of files in words; the FAT's cost before a long format;
@@ -351,7 +351,7 @@ int main(void)
 	EXPECT(0, "fsck t.sfs");
 	OUT_HAS("clean");
 
-	/* mkfs is careful with what it creates (issue 8): owner-only unless
+	/* mkfs is careful with what it creates: owner-only unless
 	 * --mode says otherwise, no symbolic link followed, a file that is not
 	 * an image kept unless --force. */
 	umask(022);
@@ -360,7 +360,7 @@ int main(void)
 	CHECK(stat("shared.sfs", &sb) == 0);
 	CHECK_EQ(sb.st_mode & 0777, 0640);
 	/* the umask applies to --mode, as to open(2): no world-writable image
-	 * by a slip (issue 31) */
+	 * by a slip */
 	EXPECT(0, "mkfs --size 1M --mode 0777 open.sfs");
 	CHECK(stat("open.sfs", &sb) == 0);
 	CHECK_EQ(sb.st_mode & 0777, 0755);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: the VFS tells a user why a database does not open (issue
- * 31), by SQLite's error code and, with the image's path, in SQLite's log:
+/* Description: the VFS tells a user why a database does not open,
+ * by SQLite's error code and, with the image's path, in SQLite's log:
  * an image= that does not exist is not made (SQLITE_CANTOPEN, nothing
  * created) unless create=1 asks for it; a file that is not a SimpleFS image
  * is SQLITE_NOTADB ("file is not a database"); an image another client of

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: a raw-ABI client cannot wedge its server, nor make it outlive
- * it and keep the image locked (issue 8, items 2 and 6). The attacker
+ * it and keep the image locked. The attacker
  * saturates the CQ doorbell counter, drains the SQ doorbell, clears
  * O_NONBLOCK on both (it shares the file descriptions), asks for a CQ wakeup,
  * submits a NOP and goes away: by closing everything (the server must see

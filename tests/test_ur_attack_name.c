@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: another user cannot take an image's attach name to break
- * sharing or to be trusted (issue 27, item 4). The name is an abstract
+ * sharing or to be trusted. The name is an abstract
  * socket, "@urfs/DEV:INO", that any process may bind first; an impostor (a
  * child become nobody) does, before the victim's first server:
  *  - listening: every client of the victim fails at once (under 1 s) with

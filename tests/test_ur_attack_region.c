@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: a raw-ABI attacker's region headers (issue 8, items 1 and 6).
+/* Description: a raw-ABI attacker's region headers.
  * Every offset/size pair of the header must lie within [0, region size),
  * aligned, with no two structures overlapping and the buffer part inside the
  * data area, and cq_entries >= sq_entries. Half a million random and boundary

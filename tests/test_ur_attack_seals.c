@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: the start-up race on the region's size (issue 8, item 3). A
+/* Description: the start-up race on the region's size. A
  * raw-ABI client hands over an unsealed memfd and, at the very moment the
  * server asks for the seals (the test traces the server and acts at that
  * system call's entry), shrinks it to nothing and seals it: a server that

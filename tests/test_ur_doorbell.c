@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: the server's doorbell operations cannot block, whatever the
- * client does to the eventfd it shares with the server (issue 8, items 2 and
- * 6). In-process, on the server's own functions: ringing a blocking eventfd
+ * client does to the eventfd it shares with the server: a client never wedges
+ * it. In-process, on the server's own functions: ringing a blocking eventfd
  * whose counter is saturated, and draining a blocking eventfd that is empty
  * (with preadv2(RWF_NOWAIT) and with the timer fallback of older kernels),
  * each return within a second; ringing and draining still count correctly;

@@ -2,7 +2,7 @@
 /* Description: a program that ignores SIGCHLD (the kernel then reaps its
  * children itself, and waitpid finds none) still learns how its server
  * ended: ur_shutdown (urfs_queue_exit's status) answers 0 after a clean
- * unmount, as without the SIG_IGN (issue 31: it answered -EIO), and the data
+ * unmount, as without the SIG_IGN (never -EIO for a clean exit), and the data
  * written is in the image.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: urfs_queue_init_params says why it refused, in errmsg, for
- * each mistake a caller can make before a server is involved (issue 31):
+ * each mistake a caller can make before a server is involved:
  * SQ entries out of range, a CQ smaller than the SQ or over the limit, a
  * staging or buffer area over 1 TiB, and a server program that is not there,
  * named by urfs_params.server or $UR_SERVER (the path it tried and who named

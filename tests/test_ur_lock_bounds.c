@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: the lock table's bounds beyond one ring (issue 27 item 2;
+/* Description: the lock table's bounds beyond one ring (see
  * docs/ABI.md "Locks", Limits): one process may attach many rings, so
  * records and queued LOCKs are bounded per client process
  * (UR_PROC_MAX_LOCKS, UR_PROC_MAX_LOCKWAITS) and per server

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: what a lock change looks at (issue 27 item 2; docs/ABI.md
+/* Description: what a lock change looks at (docs/ABI.md
  * "Locks", Cost), through raw LOCK / UNLOCK SQEs on a real server started
  * with --stats, whose count of queued waits looked at by grant passes is
  * read when it exits. 50 LOCKs wait on file B; 200 LOCK + UNLOCK pairs on
@@ -10,8 +10,8 @@
  * are free at once and its wait is gone (its records on B freed: one pass
  * over B's 50 waits). Then B's holder unlocks and the 50 waits are granted.
  * In all, grant passes looked at B's 50 waits twice and at the 3 + 2 + 1 of
- * C's passes, and no more (before the index, every UNLOCK looked at every
- * queued wait of the server). The image fsck-clean at the end. */
+ * C's passes, and no more (never every queued wait of the server on
+ * each UNLOCK). The image fsck-clean at the end. */
 #include "test_ur_locks.h"
 #include "test_ur_stats.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: how a waiting byte-range lock ends (issue 27, item 5;
+/* Description: how a waiting byte-range lock ends (see
  * docs/ABI.md "Locks"), through raw LOCK / UNLOCK / ASYNC_CANCEL SQEs on
- * rings of this process, clients A, B, C of one server. Deadlock: the
- * issue's case (A, B, C hold [0,1), [1,2), [2,3); B waits on C, then on A;
+ * rings of this process, clients A, B, C of one server. Deadlock: a
+ * three-way case (A, B, C hold [0,1), [1,2), [2,3); B waits on C, then on A;
  * A's wait on B is -EDEADLK, and after C and then A unlock, both of B's
  * waits are granted: nobody waits for ever; and again with B's two waits
  * queued in the other order), a cycle through a blocker that
@@ -107,7 +107,7 @@ static void no_cqes_left(void)
 static void deadlocks(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring *c,
 		      int fa, int fb, int fc)
 {
-	/* the issue's case */
+	/* the three-way case */
 	CHECK_EQ(DONE(a, lock_q(a, fa, 0, 1, EX, 0)), 0);
 	CHECK_EQ(DONE(b, lock_q(b, fb, 1, 1, EX, 0)), 0);
 	CHECK_EQ(DONE(c, lock_q(c, fc, 2, 1, EX, 0)), 0);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: one simplefs_server, many client processes (issue 10). For n
+/* Description: one simplefs_server, many client processes. For n
  * = 2, 4 and 8, n processes start at the same moment on one image (racing to
  * start the server: they must all end on one server, the same pid), each
  * does verified random reads and writes in batches on its private file and

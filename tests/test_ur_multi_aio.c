@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: a client that leaves a server of an O_DIRECT image (issue 10),
+/* Description: a client that leaves a server of an O_DIRECT image,
  * by exiting or by kill -9 in the middle of its reads, takes its kernel AIO
  * context with it: the server waits for that context's I/O and destroys it
  * before it unmaps the client's region. Seen from outside: the server's

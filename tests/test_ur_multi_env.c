@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: every client of one image finds the same server whatever its
- * environment and however it names the image (issue 27, item 4: a desktop
- * session and a cron job with different $XDG_RUNTIME_DIR each started a
+ * environment and however it names the image (a desktop session and a
+ * cron job with different $XDG_RUNTIME_DIR must never each start a
  * server). The first client runs with $XDG_RUNTIME_DIR and $TMPDIR set to
  * directories of its own; three more, each a process with a 15 s alarm, run
  * with other values or none ($XDG_RUNTIME_DIR naming a missing directory,

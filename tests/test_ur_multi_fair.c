@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: one busy client cannot starve another (issue 10): two rings of
+/* Description: one busy client cannot starve another: two rings of
  * this process on one server, a hog with 16384 one-byte reads of byte 0 of a
  * file queued at once, and a light one whose single write of that byte is
  * queued beside them. Both are published while the server is stopped

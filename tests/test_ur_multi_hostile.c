@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: hostile clients beside well-behaved ones on one server
- * (issue 10). The test holds a ring (it starts the server); three attached
+/* Description: hostile clients on one server never stop it serving the
+ * well-behaved ones. The test holds a ring (it starts the server); three attached
  * client processes attack: one submits 3000 SQEs of random bytes (each must
  * get exactly one CQE), one fills its SQ and CQ and never reaps, one corrupts
  * its SQ tail and CQ head (its ring must become BROKEN); and the test itself

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: idle rings cost the server's loop little and are still
- * served (docs/ABI.md "Many clients", Fairness; issue 27 item 2). A real
+ * served (docs/ABI.md "Many clients", Fairness). A real
  * server started with --stats serves a busy client (a process of its own,
  * NOP round trips for the whole test, so the server never sleeps) and
  * NIDLE rings of this process that stay idle. Each idle ring, idle for

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: a client that leaves never kills a server that serves others
- * (issue 27, item 3). Two rings of this process on one server; the server
+ * (nor signals it). Two rings of this process on one server; the server
  * stopped (SIGSTOP, its state seen as 'T') with 256 writes of the staying ring
  * queued in its SQ; the leaving ring's ur_shutdown, its exit bound cut to
  * 300 ms by UR_EXIT_TIMEOUT_MS, returns -ETIMEDOUT after the bound and within

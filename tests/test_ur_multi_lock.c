@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: byte-range locks kept by the server between clients (issue
- * 10; UR_OP_LOCK / UR_OP_UNLOCK, docs/ABI.md "Locks"), with rings of this
+/* Description: byte-range locks kept by the server between clients
+ * (UR_OP_LOCK / UR_OP_UNLOCK, docs/ABI.md "Locks"), with rings of this
  * process as clients A, B, C of one server and a forked client D. Try-locks:
  * exclusive vs shared, shared vs shared, adjacent ranges, a last byte, two
  * handles of one ring contend, other files do not, relocking converts (an

@@ -2,8 +2,8 @@
 /* Description: a client that finds the image held by a simplefs_server which
  * does not take clients yet (starting, or leaving: it holds the image's lock
  * and listens at no socket) waits for it and starts no other server
- * meanwhile (issue 27, item 4: clients started a server every 5 ms for 60 s,
- * 5,602 processes). The holder here is a child of this test that mounts the
+ * meanwhile (never a storm of servers, one started every few ms while the
+ * holder lives). The holder here is a child of this test that mounts the
  * image (the lock names its pid), calls itself simplefs_server in its
  * command line, and lets go 400 ms after the client's first server (its pid
  * written by the wrapper that counts starts) has told it "in use by pid N"

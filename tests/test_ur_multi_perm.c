@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: the server's place for more clients is the image's alone and
- * its user's alone (issue 10, issue 27 item 4): an abstract Unix socket named
+ * its user's alone: an abstract Unix socket named
  * after the image's identity, "@urfs/DEV:INO" (listed in /proc/net/unix),
  * whose listener (SO_PEERCRED) is the image's server, of this user; no file
  * is made for it. A client of the same user attaches (mp_attach_raw's sound

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: read-only clients that start at the same moment share one
- * server (issue 10). Read-only mounts share the image's lock, so several
+ * server. Read-only mounts share the image's lock, so several
  * read-only servers can mount it at once; the one that binds the image's
  * socket first (under the socket directory's lock) serves, and a later one
  * sends its client there ("in use by pid N", which the library follows)
  * instead of taking the name. Ten rounds of six processes racing to open a
  * read-only ring: every client of a round reports the same server pid and
  * reads the file right, the server ends after the last one with its socket
- * removed. Without the rule: several servers per round, each a spinner. */
+ * removed: never several servers per round, each a spinner. */
 #include "test_ur_multi.h"
 
 #define IMG "ro.sfs"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Description: what clients of one server see of each other (issue 10), with
+/* Description: what clients of one server see of each other, with
  * three rings of this process as three clients (the second and third attach
  * to the first one's server): a file written and fsynced by A is read back
  * by B byte for byte; A unlinks it while B has it open: B still reads the

@@ -10,10 +10,10 @@
  * never spins. Then a real server: 20000 NOPs back to back, and 10000 with
  * 30 us of client work between them, put it to sleep fewer than a quarter
  * as many times (a server that slept whenever idle: about once per request
- * with the gaps; measured here: a handful); a client sending a NOP every 2 ms and every
+ * with the gaps); a client sending a NOP every 2 ms and every
  * 10 ms for a second each keeps its server under 25% of a CPU (a generous
- * bound for a shared machine: measured figures are printed, and the target of
- * issue 10 is < 5%; before this rule it was ~46% and ~10%). A server started
+ * bound for a shared machine: measured figures are printed; the design's
+ * target is under 5%). A server started
  * with --idle-us 0 (a wrapper named by $UR_SERVER) sleeps after at least half
  * of 2000 such requests 30 us apart, though the ring asks for a 100 ms spin,
  * and its --stats line counts as many sleeps. Client and server run SCHED_FIFO
