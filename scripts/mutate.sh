@@ -203,10 +203,10 @@ for m in $list; do
 		unrun="$unrun $name"; continue
 	fi
 	t0=$(date +%s)
-	# the programs every test needs and the named tests: not all of them (a library's
+	# the programs every test needs (the Java parts too) and the named tests: not all of them (a library's
 	# change would relink every test)
 	targets=all
-	[ "${MUTATE_ALL:-0}" = 1 ] || targets="runtime $(for t in $tests; do printf 'obj/t/%s ' "$t"; done)"
+	[ "${MUTATE_ALL:-0}" = 1 ] || targets="runtime java $(for t in $tests; do printf 'obj/t/%s ' "$t"; done)"
 	if ! make -C "$W" -s -j2 $targets >"$W/build.log" 2>&1; then
 		echo "BROKEN $name: the mutant does not build"; tail -n 10 "$W/build.log" | sed 's/^/    /'
 		broken=$((broken + 1)); bad="$bad $name"

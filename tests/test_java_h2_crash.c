@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: H2 on the urfs FilePath keeps every committed transaction when
  * its JVM is killed (kill -9) in the middle of a workload, 20 times in a row:
- * java/test/h2/H2Crash.java "work" commits one transaction after another
- * (WRITE_DELAY=0) and logs each k after commit() returned; this test kills it
- * at a random moment after its first commit, and "check" reopens the database:
- * every logged transaction is there, rows 1..n without a gap, a counter
- * updated in the same transactions equal to n. Kills alternate between a
- * database on host files (the kernel's io_uring engine, psync where it is
- * blocked: a counted skip) and one inside a SimpleFS image, which `sfs fsck`
- * finds clean after each check. A skip (77) without a JDK, H2 or the Java parts.
+ * java/test/h2/H2Crash.java "work" reopens the database and checks it (every
+ * transaction logged before the last kill is there, rows 1..n without a gap, a
+ * counter updated in the same transactions equal to n), then commits one
+ * transaction after another (WRITE_DELAY=0) and logs each k after commit()
+ * returned; this test kills it at a random moment after its first commit.
+ * "check" checks the same way after the last kill of each database. Kills
+ * alternate between a database on host files (the kernel's io_uring engine,
+ * psync where it is blocked: a counted skip) and one inside a SimpleFS image,
+ * which `sfs fsck` finds clean after each kill (once the image's server left)
+ * and after the last check. A skip (77) without a JDK, H2 or the Java parts.
  * Time limit: 900 s
  */
 #include <signal.h>
@@ -24,6 +26,20 @@ static long fsize(const char *path)
 {
 	struct stat st;
 	return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* sfs fsck img.sfs is clean, once the image's server has left after its last
+ * client (it may take a moment); step names the kill for the message. */
+static void need_clean_image(int step)
+{
+	char cmd[PATH_MAX + 64];
+	int clean = 0;
+
+	JC_FMT(cmd, "\"%s/sfs\" fsck img.sfs", jc_bin);
+	for (int w = 0; w < 40 && !(clean = system(cmd) == 0); w++)
+		usleep(250000);
+	if (!clean)
+		FAIL("step %d: sfs fsck img.sfs is not clean", step);
 }
 
 int main(void)
@@ -50,14 +66,12 @@ int main(void)
 	JC_FMT(url[0], "-Durfs.engine=%s H2Crash", engine);
 	JC_FMT(url[1], "H2Crash");
 	srand(12345);
+	char dbargs[2][3 * PATH_MAX];
+	JC_FMT(dbargs[0], "'jdbc:h2:urfs:%s/db' '%s/%s'", cwd, cwd, logs[0]);
+	JC_FMT(dbargs[1], "'jdbc:h2:urfs:image=%s/img.sfs:/db' '%s/%s'", cwd, cwd, logs[1]);
 	for (int i = 0; i < KILLS; i++) {
-		int form = i % 2;
-		char dbargs[3 * PATH_MAX];
-		if (form == 0)
-			JC_FMT(dbargs, "'jdbc:h2:urfs:%s/db' '%s/%s'", cwd, cwd, logs[0]);
-		else
-			JC_FMT(dbargs, "'jdbc:h2:urfs:image=%s/img.sfs:/db' '%s/%s'", cwd, cwd, logs[1]);
-		JC_FMT(args, "work %s", dbargs);
+		int form = i % 2, status;
+		JC_FMT(args, "work %s", dbargs[form]);
 		jc_cmd(cmd, sizeof cmd, "exec", JARS, url[form], args);
 		long before = fsize(logs[form]);
 		pid_t pid = fork();
@@ -66,29 +80,31 @@ int main(void)
 			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 			_exit(127);
 		}
-		/* Kill it at a random moment after its first commit (or after 120 s). */
-		for (int w = 0; w < 2400 && fsize(logs[form]) == before; w++)
+		/* Kill it at a random moment after its first commit (or after 120 s);
+		 * a JVM that ends by itself failed its check of the last kill. */
+		for (int w = 0; w < 2400 && fsize(logs[form]) == before; w++) {
+			pid_t r = waitpid(pid, &status, WNOHANG);
+			CHECK(r >= 0);
+			if (r == pid)
+				FAIL("kill %d (%s): the JVM ended by itself (status 0x%x) before its first commit",
+				     i + 1, form ? "image" : "host", status);
 			usleep(50000);
+		}
 		CHECK(fsize(logs[form]) > before);
 		usleep((useconds_t)(rand() % 600) * 1000);
 		CHECK(kill(pid, SIGKILL) == 0);
-		int status;
 		CHECK(waitpid(pid, &status, 0) == pid);
 		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-
-		JC_FMT(args, "check %s", dbargs);
+		if (form == 1)
+			need_clean_image(i + 1);
+	}
+	for (int form = 0; form < 2; form++) {   /* the last kill of each */
+		JC_FMT(args, "check %s", dbargs[form]);
 		int rc = jc_run("", JARS, url[form], args);
 		if (rc != 0)
-			FAIL("kill %d (%s): the check exited %d", i + 1, form ? "image" : "host", rc);
-		if (form == 1) {   /* the image's server leaves after its last client */
-			JC_FMT(args, "\"%s/sfs\" fsck img.sfs", jc_bin);
-			int clean = 0;
-			for (int w = 0; w < 40 && !(clean = system(args) == 0); w++)
-				usleep(250000);
-			if (!clean)
-				FAIL("kill %d: sfs fsck img.sfs is not clean", i + 1);
-		}
+			FAIL("after the last kill (%s): the check exited %d", form ? "image" : "host", rc);
 	}
+	need_clean_image(KILLS + 1);
 	printf("ok: %d kills, every committed transaction there\n", KILLS);
 	return 0;
 }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 // H2Crash.java - the two halves of tests/test_java_h2_crash.c, which kills the
-// JVM (kill -9) in the middle of "work" and then runs "check":
-//   java ... H2Crash work URL LOG   transactions for ever: transaction k
-//       inserts row k and adds 1 to the counter row, commits (WRITE_DELAY 0:
-//       the commit is in the file when commit() returns), then appends "k\n" to
-//       the host file LOG (the driver's record of what was committed)
+// JVM (kill -9) in the middle of "work":
+//   java ... H2Crash work URL LOG   reopens and checks as "check" does, then
+//       transactions for ever: transaction k inserts row k and adds 1 to the
+//       counter row, commits (WRITE_DELAY 0: the commit is in the file when
+//       commit() returns), then appends "k\n" to the host file LOG (the
+//       driver's record of what was committed)
 //   java ... H2Crash check URL LOG  reopens: every k in LOG is a row; the rows
 //       are 1..n with no gap; the counter equals n; n is the last k in LOG or
 //       one more (a commit whose line the kill cut off). Prints "ok n".
+//       Exit 1 (and a FAIL line) when a check fails.
 // Must never count a transaction as committed before commit() returned.
 
 import java.io.FileOutputStream;
