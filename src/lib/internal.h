@@ -2,7 +2,8 @@
 /*
  * internal.h - libur_fs's private state behind struct urfs_ring: the table of
  * in-flight requests (tags), the staging allocator for ordinary buffers, and
- * the registered-buffer bookkeeping.
+ * the registered-buffer bookkeeping; and the small helpers that ring_setup.c
+ * (setup, teardown) and ring.c (submission, completion) share.
  *
  * Must never be installed or included by applications.
  */
@@ -10,6 +11,7 @@
 #define UR_LIB_INTERNAL_H
 
 #include <stdint.h>
+#include <time.h>
 #include "ur_fs.h"
 
 #define UR_EXPORT __attribute__((visibility("default")))
@@ -52,5 +54,20 @@ struct urfs__priv {
 };
 
 int __urfs_queue_exit_status(struct urfs_ring *ring);
+
+/* No pend slot, no staging record, end of the free list. */
+#define NONE UINT32_MAX
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
 
 #endif /* UR_LIB_INTERNAL_H */

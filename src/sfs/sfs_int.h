@@ -208,16 +208,6 @@ struct sfs_chk {
 };
 int  sfs_load(struct sfs *fs, struct sfs_chk *c);
 void sfs_free_meta(struct sfs *fs);
-int  sfs_commit(struct sfs *fs);
-int  sfs_dev_sync(struct sfs *fs);
-static inline void sfs_note_write(struct sfs *fs, struct sfs_ofile *of)
-{
-	atomic_store(&of->wgen, atomic_load(&fs->sync_epoch));
-}
-int  sfs_finish(struct sfs *fs);
-int  sfs_txn_reserve(struct sfs *fs, uint32_t n);
-void sfs_mark_fat(struct sfs *fs, uint32_t block);
-void sfs_mark_dir(struct sfs *fs, uint32_t slot);
 uint32_t sfs_alloc_block(struct sfs *fs, uint32_t pref);
 void sfs_free_block(struct sfs *fs, uint32_t b);
 int  sfs_lookup(struct sfs *fs, const char *name);
@@ -231,6 +221,25 @@ int  sfs_super_repair(struct sfs *fs);
 void sfs_seterr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 uint64_t sfs_now_ns(void);
+
+/* journal.c */
+int  sfs_commit(struct sfs *fs);
+int  sfs_dev_sync(struct sfs *fs);
+static inline void sfs_note_write(struct sfs *fs, struct sfs_ofile *of)
+{
+	atomic_store(&of->wgen, atomic_load(&fs->sync_epoch));
+}
+int  sfs_finish(struct sfs *fs);
+int  sfs_txn_reserve(struct sfs *fs, uint32_t n);
+/* Mark metadata block m (index from fat_start) dirty in the running transaction. */
+void sfs_mark_meta(struct sfs *fs, uint32_t m);
+void sfs_mark_fat(struct sfs *fs, uint32_t block);
+void sfs_mark_dir(struct sfs *fs, uint32_t slot);
+/* Read the journal into jbuf/hbuf: the number of blocks of a committed
+ * transaction there (0: none), or -errno; *clean: a valid empty header. */
+int  sfs_read_journal(struct sfs *fs, int *clean);
+/* Write an empty journal header (seq kept) and sync. */
+int  sfs_write_empty_header(struct sfs *fs);
 
 static inline uint32_t meta_fat_index(uint32_t block) { return block / FAT_PER_BLOCK; }
 
