@@ -143,6 +143,15 @@ int exec_wait_ready(struct ureq *q, short events)
 		pthread_mutex_unlock(&r->lock);
 		return -ECANCELED;
 	}
+	/* a request that waits holds no buffer of a buffer ring, as the kernel's:
+	 * it takes one when it runs again (one a transfer has begun in stays; a
+	 * classic group's stays too, as in the kernel) */
+	if (q->has_buf && q->buf_ring != BUF_LIST && !q->done) {
+		exec_buf_recycle_locked(q);
+		q->cflags = 0;
+		if (q->iov == q->iov_in)
+			q->iov = NULL;
+	}
 	int e = reactor_arm_locked(q, events);
 	pthread_mutex_unlock(&r->lock);
 	return e < 0 ? e : Q_QUEUED;

@@ -44,6 +44,62 @@ struct bgroup *exec_group_locked(struct emu_ring *r, uint16_t bgid, int create)
 	return g;
 }
 
+/* The next buffer of a classic group's list (also a buffer ring's given back
+ * out of order, below) into q. Ring lock held; the list is not empty. */
+static void list_take(struct bgroup *g, struct ureq *q)
+{
+	struct pbuf *b = &g->bufs[g->head];
+	q->baddr = b->addr;
+	q->blen = b->len;
+	q->bid = b->bid;
+	g->head = (g->head + 1) % g->cap;
+	g->count--;
+}
+
+/* Room in g's list for more buffers: 0, or -ENOMEM. Ring lock held. */
+static int list_room(struct bgroup *g, uint32_t more)
+{
+	if (g->count + more <= g->cap)
+		return 0;
+	uint32_t ncap = g->cap ? g->cap : 16;
+	while (ncap < g->count + more)
+		ncap *= 2;
+	struct pbuf *nb = malloc(ncap * sizeof(*nb));
+	if (!nb)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < g->count; i++)
+		nb[i] = g->bufs[(g->head + i) % g->cap];
+	free(g->bufs);
+	g->bufs = nb;
+	g->cap = ncap;
+	g->head = 0;
+	return 0;
+}
+
+/* b back at the head of g's list, taken next (the kernel's legacy recycle):
+ * 0, or -ENOMEM (the list could not grow). Ring lock held. */
+static int list_put_front(struct bgroup *g, uint64_t addr, uint32_t len, uint16_t bid)
+{
+	if (list_room(g, 1) < 0)
+		return -ENOMEM;
+	g->head = (g->head + g->cap - 1) % g->cap;
+	g->bufs[g->head] = (struct pbuf){ addr, len, bid };
+	g->count++;
+	return 0;
+}
+
+/*
+ * Buffer rings: a buffer taken moves the group's head (rhead) on at once, so
+ * that two requests running at the same time never take one entry. A buffer
+ * given back unused (a request that goes back to waiting, a cancel, a file
+ * that is not a socket) moves the head back only when it is the last one
+ * taken (q->bslot + 1 == rhead: nothing taken since); else an entry between
+ * them is held by another request and the head must not cross it: the buffer
+ * goes on the group's own list instead (bufs, as a classic group's), which is
+ * taken from before the ring. No buffer is ever held by two requests, and
+ * with one submitter the answers are the kernel's, whose waiting requests
+ * hold no buffer either (exec_wait_ready gives it back).
+ */
 int exec_select_buf(struct ureq *q, uint32_t want)
 {
 	if (q->has_buf)
@@ -52,26 +108,23 @@ int exec_select_buf(struct ureq *q, uint32_t want)
 	int e = -ENOBUFS;
 	pthread_mutex_lock(&r->lock);
 	struct bgroup *g = group_find(r, q->sqe.buf_group);
-	if (g && g->is_ring) {
+	if (g && g->count) {
+		list_take(g, q);
+		q->buf_ring = g->is_ring ? BUF_RING_LIST : BUF_LIST;
+		q->bgen = g->gen;
+		e = 0;
+	} else if (g && g->is_ring) {
 		uint16_t tail = __atomic_load_n(&g->br->tail, __ATOMIC_ACQUIRE);
 		if (tail != g->rhead) {
 			struct io_uring_buf *b = &g->br->bufs[g->rhead & (g->entries - 1)];
 			q->baddr = b->addr;
 			q->blen = b->len;
 			q->bid = b->bid;
-			q->buf_ring = 1;
-			g->rhead++;
+			q->buf_ring = BUF_RING;
+			q->bslot = g->rhead++;
+			q->bgen = g->gen;
 			e = 0;
 		}
-	} else if (g && g->count) {
-		struct pbuf *b = &g->bufs[g->head];
-		q->baddr = b->addr;
-		q->blen = b->len;
-		q->bid = b->bid;
-		q->buf_ring = 0;
-		g->head = (g->head + 1) % g->cap;
-		g->count--;
-		e = 0;
 	}
 	if (!e) {
 		q->has_buf = 1;
@@ -83,25 +136,22 @@ int exec_select_buf(struct ureq *q, uint32_t want)
 	return e;
 }
 
-/* Give a selected, unused buffer back (a cancelled request). */
+/* Give a selected, unused buffer back (a request that waits, a cancelled one):
+ * never a gap in a buffer ring (above). */
 void exec_buf_recycle_locked(struct ureq *q)
 {
 	if (!q->has_buf)
 		return;
 	struct bgroup *g = group_find(q->r, q->bgid);
 	q->has_buf = 0;
-	if (!g)
-		return;
-	if (g->is_ring) {
-		if (q->buf_ring)
-			g->rhead--;          /* best effort: see DROPIN.md */
+	if (!g || g->is_ring != (q->buf_ring != BUF_LIST) || g->gen != q->bgen)
+		return;          /* unregistered, or another group now */
+	if (q->buf_ring == BUF_RING && (uint16_t)(q->bslot + 1) == g->rhead) {
+		g->rhead--;
 		return;
 	}
-	if (g->count < g->cap) {
-		g->head = (g->head + g->cap - 1) % g->cap;
-		g->bufs[g->head] = (struct pbuf){ q->baddr, q->blen, q->bid };
-		g->count++;
-	}
+	/* a list that cannot grow (out of memory) loses the buffer, as if used */
+	(void)list_put_front(g, q->baddr, q->blen, q->bid);
 }
 
 int32_t op_provide(struct ureq *q, int ctx, struct ureq **run)
@@ -125,22 +175,8 @@ int32_t op_provide(struct ureq *q, int ctx, struct ureq **run)
 		e = g ? -EINVAL : -ENOMEM;
 		goto out;
 	}
-	if (g->count + nbufs > g->cap) {
-		uint32_t ncap = g->cap ? g->cap : 16;
-		while (ncap < g->count + nbufs)
-			ncap *= 2;
-		struct pbuf *nb = malloc(ncap * sizeof(*nb));
-		if (!nb) {
-			e = -ENOMEM;
-			goto out;
-		}
-		for (uint32_t i = 0; i < g->count; i++)
-			nb[i] = g->bufs[(g->head + i) % g->cap];
-		free(g->bufs);
-		g->bufs = nb;
-		g->cap = ncap;
-		g->head = 0;
-	}
+	if ((e = list_room(g, nbufs)) < 0)
+		goto out;
 	for (unsigned i = 0; i < nbufs; i++) {
 		struct pbuf *b = &g->bufs[(g->head + g->count) % g->cap];
 		b->addr = s->addr + (uint64_t)len * i;
@@ -180,6 +216,8 @@ int32_t op_remove_bufs(struct ureq *q, int ctx, struct ureq **run)
 
 /* ---- buffer rings (io_uring_register_buf_ring) ---- */
 
+static uint32_t ring_gen;       /* registrations so far, in all rings (0: a classic group) */
+
 int kbuf_reg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
 {
 	struct io_uring_buf_reg reg;
@@ -212,6 +250,8 @@ int kbuf_reg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
 		g->bgid = reg.bgid;
 		g->br = (struct io_uring_buf_ring *)(uintptr_t)reg.ring_addr;
 		g->entries = reg.ring_entries;
+		/* a buffer of an earlier ring of this bgid is never given back to it */
+		g->gen = __atomic_add_fetch(&ring_gen, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return e;
@@ -232,6 +272,7 @@ int kbuf_unreg_pbuf_ring(struct emu_ring *r, void *arg, unsigned nr)
 			if (!g->is_ring) {
 				e = -EINVAL;
 			} else {
+				free(g->bufs);
 				memset(g, 0, sizeof(*g));
 				e = 0;
 			}

@@ -117,11 +117,13 @@ struct ureq {
 	/* SEND_ZC, SENDMSG_ZC past the point where the kernel allocates the
 	 * notification: its CQE has F_MORE and a NOTIF CQE follows */
 	uint8_t zc_notif;
-	/* buffer selection */
+	/* buffer selection: from a classic group's list (BUF_LIST), a buffer
+	 * ring's entry bslot (BUF_RING) or its list of buffers given back
+	 * (BUF_RING_LIST): kbuf.c */
 	uint8_t has_buf, buf_ring;
-	uint16_t bid, bgid;
+	uint16_t bid, bgid, bslot;
 	uint64_t baddr;
-	uint32_t blen;
+	uint32_t blen, bgen;           /* bgen: the buffer ring's registration */
 	/* stable copies for async work */
 	struct iovec *iov;
 	int niov;
@@ -197,15 +199,17 @@ struct pbuf {                      /* one provided buffer (PROVIDE_BUFFERS) */
 	uint32_t len;
 	uint16_t bid;
 };
+enum { BUF_LIST, BUF_RING, BUF_RING_LIST };   /* ureq.buf_ring */
 struct bgroup {
 	uint16_t bgid;
 	uint8_t used, is_ring;
-	/* classic: FIFO of buffers */
+	/* classic: FIFO of buffers; a ring: its buffers given back out of
+	 * order, taken before the ring's (kbuf.c) */
 	struct pbuf *bufs;
 	uint32_t head, count, cap;
 	/* ring: the application's io_uring_buf_ring */
 	struct io_uring_buf_ring *br;
-	uint32_t entries;
+	uint32_t entries, gen;         /* gen: this registration's number */
 	uint16_t rhead;
 };
 
