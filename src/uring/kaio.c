@@ -3,9 +3,8 @@
  * kaio.c - O_DIRECT reads and writes of the emulated ring through the
  * kernel's native AIO, so that a queue depth of 64 is 64 I/Os at the device
  * (a worker per I/O would be a thread per I/O). Buffered I/O does not come
- * here: for it io_submit runs the read synchronously inside the call, and a
- * batch of RWF_NOWAIT iocbs measured slower than one inline preadv2 each
- * (BENCHMARKS.md, the drop-in). One AIO context per ring,
+ * here: for it io_submit runs the read synchronously inside the call; a cached
+ * read is one inline preadv2(RWF_NOWAIT) instead (rw.c). One AIO context per ring,
  * made on first use; iocbs of one submission batch go in one io_submit;
  * completions are reaped from the AIO ring mapped in user space by the next
  * io_uring_enter(GETEVENTS). The kernel signals each completion on the ring
