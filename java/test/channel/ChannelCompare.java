@@ -157,6 +157,9 @@ public final class ChannelCompare {
         r.step("position", a::position);
         r.step("truncate 100", () -> a.truncate(100));
         r.step("position clipped", a::position);
+        r.step("position(101)", () -> a.position(101));
+        r.step("truncate to its size", () -> a.truncate(100));
+        r.step("position clipped by one, file unchanged", a::position);
         r.step("position(300)", () -> a.position(300));
         r.step("truncate larger", () -> a.truncate(200));
         r.step("size not grown", a::size);
