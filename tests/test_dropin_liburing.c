@@ -5,13 +5,16 @@
  * into $UR_BIN/liburing-tests/), pass with the drop-in ($UR_BIN/uring/) as
  * tests/liburing-expected.txt lists: with the kernel's io_uring blocked by
  * noring (emulated ring) and, where the kernel allows io_uring, in pass-through.
- * A listed test that fails, hangs or crashes fails this one; a test passing
- * unlisted is reported (NEW:) so the list can grow. Skips, with the reason,
+ * A listed test that fails, hangs or crashes fails this one when it fails
+ * again run alone (the runner tries each once more: timeout-new measures its
+ * own waits, which a loaded machine stretches); a test passing unlisted is
+ * reported (NEW:) so the list can grow. Skips, with the reason,
  * when the source package cannot be fetched or built here. In a sanitizer
  * build (make SANITIZE=1) the drop-in is ASan's and only setup c runs.
  * Time limit: 900 s (tests/run.sh). The first run fetches and builds liburing's
- * tests (about 35 s), then runs 143 programs in each setup: 270 s on a 2-CPU
- * machine whose system calls are slow (a PVM guest), past run.sh's 300 s.
+ * tests (about 35 s), then runs 143 programs in each setup, the slowest
+ * first: 270 s on a 2-CPU machine whose system calls are slow (a PVM guest),
+ * past run.sh's 300 s.
  */
 #include <stdio.h>
 #include <string.h>
