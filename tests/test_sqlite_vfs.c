@@ -7,7 +7,8 @@
  * pending bytes, xSync puts them in the file (one without memory for its
  * batch fails and leaves them pending), truncate cuts pending and
  * cached bytes, a read over held chunks around one not held, writes that
- * meet the held bytes reading nothing from the file, short reads
+ * meet the held bytes reading nothing from the file, the pending bytes of
+ * consecutive chunks sent as one op at xSync (up to 1 MiB), short reads
  * (also across the end, from the server); delete-on-close files;
  * xAccess/xDelete of journals, names that are only "-journal" or "-wal", the
  * known-absent journal answered from the node (no realpath); xDlError; locks
@@ -65,6 +66,21 @@ int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
 		*(void **)&next = dlsym(RTLD_NEXT, "urch_read");
 	__atomic_add_fetch(&urch_reads, 1, __ATOMIC_RELAXED);
 	return next(ch, buf, len, pos);
+}
+
+/* The ops of the last batch the VFS sent with its FSYNC (xSync: ov_flush),
+ * kept as they were given; libur_fs's definition comes after this one. */
+static struct urch_op last_ops[64];
+static size_t last_nops;
+
+int urch_batch_write_force(struct urch *ch, struct urch_op *ops, size_t n, int metadata)
+{
+	static int (*next)(struct urch *, struct urch_op *, size_t, int);
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "urch_batch_write_force");
+	last_nops = n;
+	memcpy(last_ops, ops, (n < 64 ? n : 64) * sizeof(*ops));
+	return next(ch, ops, n, metadata);
 }
 
 /* calloc fails while nomem is set in this thread (ov_flush's arrays for a
@@ -527,6 +543,50 @@ static void adjacent_writes(void)
 	free(f);
 }
 
+/* xSync sends the pending bytes of consecutive chunks that meet as one op,
+ * of at most 256 chunks (1 MiB): 300 whole chunks from 0 go as two ops; a
+ * chunk pending to its middle does not join the next; the bytes in the file
+ * are the ones written. */
+static void merged_flush(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs);
+	const int fl = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	const size_t C = 4096, big = 300 * C;
+	int out = 0;
+	unsigned char *a = malloc(big), *b = malloc(big);
+	CHECK(a && b);
+	fill(a, big, 9);
+	CHECK_EQ(vfs->xOpen(vfs, "merge.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a, (int)big, 0), SQLITE_OK);                 /* chunks 0-299 */
+	CHECK_EQ(f->pMethods->xWrite(f, a, 1000, (sqlite3_int64)(320 * C + 100)), SQLITE_OK); /* ends mid-chunk */
+	CHECK_EQ(f->pMethods->xWrite(f, a + 1000, 500, (sqlite3_int64)(321 * C)), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, a, (int)(2 * C), (sqlite3_int64)(330 * C)), SQLITE_OK); /* 330-331 */
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	const struct { uint64_t pos, len; } want[] = {
+		{ 0, 256 * C }, { 256 * C, 44 * C }, { 320 * C + 100, 1000 }, { 321 * C, 500 }, { 330 * C, 2 * C },
+	};
+	CHECK_EQ(last_nops, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < last_nops && i < sizeof(want) / sizeof(want[0]); i++) {
+		CHECK_EQ(last_ops[i].pos, want[i].pos);
+		CHECK_EQ(last_ops[i].len, want[i].len);
+	}
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(chan_read("merge.db", b, big, 0), (int64_t)big);
+	CHECK(!memcmp(a, b, big));
+	CHECK_EQ(chan_read("merge.db", b, 1000, 320 * C + 100), 1000);
+	CHECK(!memcmp(a, b, 1000));
+	CHECK_EQ(chan_read("merge.db", b, 500, 321 * C), 500);
+	CHECK(!memcmp(a + 1000, b, 500));
+	CHECK_EQ(chan_read("merge.db", b, 2 * C, 330 * C), (int64_t)(2 * C));
+	CHECK(!memcmp(a, b, 2 * C));
+	CHECK_EQ(vfs->xDelete(vfs, "merge.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+	free(a);
+	free(b);
+}
+
 /* The WAL index's locks at the file level, as the unix VFS keeps them: a
  * handle may take EXCLUSIVE on a slot where it alone holds SHARED; another
  * handle's SHARED keeps it off (SQLITE_BUSY). */
@@ -740,6 +800,7 @@ int main(void)
 	names_and_cache();
 	held_around_gap();
 	adjacent_writes();
+	merged_flush();
 	shm_locks();
 	full_at_write();
 	journal_and_locks();
