@@ -258,10 +258,16 @@ static void file_round(void)
 	memset(b, 0xEE, sizeof(b));
 	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 11000), SQLITE_IOERR_SHORT_READ);
 	CHECK(!memcmp(b, a + 11000, 1000) && !memcmp(b + 1000, z, 1000));
-	/* No memory for the batch: xSync fails and the bytes stay pending. */
+	/* No memory for the batch: xSync fails and the bytes stay pending. No
+	 * memory for a truncate's new table: it fails, and every pending byte is
+	 * still there to read and to sync. */
 	nomem = 1;
 	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_IOERR_FSYNC);
+	CHECK_EQ(g->pMethods->xTruncate(g, 20000), SQLITE_IOERR_NOMEM);
 	nomem = 0;
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(g->pMethods->xRead(g, b, 12000, 0), SQLITE_OK);
+	CHECK(!memcmp(b + 100, a, 5000) && !memcmp(b + 6000, a + 6000, 100) && !memcmp(b + 9000, a + 9000, 3000));
 	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 0);
 	/* xSync: now the file inside the image has them. */
 	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_OK);
