@@ -28,7 +28,8 @@
  * an fd not open or a registered file not there -EBADF); IOSQE_FIXED_FILE with no table is
  * ignored by ops that take no file (TIMEOUT_REMOVE: -EINVAL); EPOLL_CTL reads its event (-EFAULT) before it
  * looks at the epoll fd (-EBADF); a registered buffer with a NULL base (an empty slot) may not
- * carry a tag (-EINVAL), untagged it is fine; io-wq's CPU affinity is set to this process's CPUs
+ * carry a tag (-EINVAL), untagged it is fine; a registered-buffer update whose iovec or tag
+ * cannot be read is -EFAULT (a tag after one that can: the count updated before it); io-wq's CPU affinity is set to this process's CPUs
  * and taken back (io_uring_unregister_iowq_aff: 0); registering more files than RLIMIT_NOFILE is
  * -EMFILE, and io_uring_register_files raises the soft limit and succeeds (where the hard limit
  * allows 128 files; else that step counts a SKIP-PART). */
@@ -620,6 +621,27 @@ static void body(void)
 	tag = 0;
 	CHECK_EQ(io_uring_register_buffers_tags(&ring, &none, &tag, 1), 0);
 	CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
+
+	/* an update whose iovec or tag cannot be read is -EFAULT; a tag that cannot
+	 * be read after one that can: the count of entries done before it */
+	{
+		static char ub[2][64];
+		struct iovec two[2] = { { ub[0], sizeof ub[0] }, { ub[1], sizeof ub[1] } };
+		__u64 tags2[2] = { 0, 0 };
+		long pg = sysconf(_SC_PAGESIZE);
+		char *m = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(m != MAP_FAILED);
+		CHECK_EQ(mprotect(m + pg, (size_t)pg, PROT_NONE), 0);
+		__u64 *tag_edge = (__u64 *)(m + pg) - 1;
+		*tag_edge = 0;
+		CHECK_EQ(io_uring_register_buffers_tags(&ring, two, tags2, 2), 0);
+		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, (__u64 *)(m + pg), 1), -EFAULT);
+		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, (struct iovec *)(m + pg), tags2, 1), -EFAULT);
+		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, tag_edge, 2), 1);
+		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, tags2, 2), 2);
+		CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
+		munmap(m, 2 * (size_t)pg);
+	}
 
 	/* more files than RLIMIT_NOFILE allows: io_uring_register is -EMFILE (the kernel's check),
 	 * io_uring_register_files raises the soft limit, as liburing's does, and registers them */
