@@ -531,8 +531,6 @@ static int lt_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int6
 	uint64_t e = len ? pos + len : UINT64_MAX;
 	struct timespec dl;
 	int r;
-	if (!shared && (ch->flags & URCH_RDONLY))
-		return -EBADF;
 	if (wait_ns > 0) {
 		clock_gettime(CLOCK_MONOTONIC, &dl);
 		long ns = dl.tv_nsec + (long)(wait_ns % 1000000000);
@@ -625,6 +623,7 @@ static int ur_lock(struct urch *ch, uint64_t pos, uint64_t len, int shared, int6
 	struct lkwait w = { .efd = -1 };
 	int wait = wait_ns != 0;
 	int r;
+	/* for both tables: the server refuses it too, the process's own does not */
 	if (!shared && (ch->flags & URCH_RDONLY))
 		return -EBADF;
 	if (c->excl)
