@@ -398,6 +398,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 	pthread_cond_init(&r->sqspace_cond, NULL);
 	pthread_cond_init(&r->ms_cond, NULL);
 	r->flags = p.flags;
+	r->fb_on = kaio_batch_pays();
 	r->features = EMU_FEATURES;
 	r->sq_entries = sq;
 	r->cq_entries = cq;

@@ -497,6 +497,8 @@ void exec_child_reset(struct emu_ring *r)
 	r->aio_ctx = 0;
 	r->aio_inflight = 0;
 	r->aio_npend = 0;
+	r->fb_state = 0;
+	r->fb_ctx = 0;
 	r->sqp_on = r->sqp_sleeping = 0;          /* the SQ poller stays the parent's */
 	reactor_child_reset(r);
 }

@@ -12,11 +12,19 @@
  * wakes without a hop through a thread; while AIO is in flight the SQ flags
  * carry IORING_SQ_TASKRUN, so liburing's peek helpers enter to reap.
  *
+ * The fast path's cached reads (submit.c) come here in batches too, where a
+ * system call costs more than an iocb's own work (kaio_batch_pays): one
+ * io_submit of RWF_NOWAIT reads on a second context, which Linux completes
+ * inside the call (a cached read) or answers -EAGAIN (not cached: the request
+ * path then gives it to a worker), reaped from its ring in user space.
+ *
  * Must never: have more iocbs in flight than the context holds (the request
- * then goes to a worker), complete a request twice, or leave I/O in flight
- * when the ring is torn down (io_destroy waits for it).
+ * then goes to a worker), complete a request twice, leave I/O in flight
+ * when the ring is torn down (io_destroy waits for it), or return from a
+ * batch of cached reads before each one the kernel took has its result.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "uring_int.h"
@@ -132,8 +140,92 @@ int kaio_reap_locked(struct emu_ring *r, struct ureq **run)
 
 void kaio_fini(struct emu_ring *r)
 {
+	if (r->fb_state == 1)
+		kaio_io_destroy(r->fb_ctx);   /* nothing in flight: batches wait for theirs */
+	r->fb_state = -1;
 	if (r->aio_state != 1)
 		return;
 	kaio_io_destroy(r->aio_ctx);          /* waits for what is in flight */
 	r->aio_state = -1;
+}
+
+/* ---- batches of cached reads (the fast path) ---- */
+
+/* A null system call at or above this many ns: a batch of two cached reads in
+ * one io_submit costs less than two preadv2. On a 2-CPU Firecracker guest
+ * whose null system call takes 1.1-1.3 us, an iocb's own work came to about
+ * 0.2 us beside a preadv2 of 2.3 us (4 KiB reads of a cached file in batches of
+ * 2, 8 and 64: 1.3x, 2.1x and 2.8x as fast as a preadv2 each); a batch of k
+ * pays when a call costs more than k / (k - 1) iocbs. */
+#define BATCH_SYSCALL_NS 450
+
+/*
+ * Whether batches pay here: URING_EMU_BATCH=1 or 0 says, else the cost of a
+ * null system call, measured once per process (the least of 5 rounds of 16
+ * getppid, about 0.1 ms where a call costs 1.2 us), decides: measured, not
+ * guessed from the machine's name.
+ */
+int kaio_batch_pays(void)
+{
+	static int pays = -1;
+	int p = __atomic_load_n(&pays, __ATOMIC_RELAXED);
+	if (p >= 0)
+		return p;
+	const char *e = getenv("URING_EMU_BATCH");
+	if (e && (e[0] == '0' || e[0] == '1') && !e[1]) {
+		p = e[0] == '1';
+	} else {
+		uint64_t best = UINT64_MAX;
+		for (int round = 0; round < 5; round++) {
+			uint64_t t0 = now_ns();
+			for (int i = 0; i < 16; i++)
+				syscall(SYS_getppid);
+			uint64_t t = now_ns() - t0;
+			if (t < best)
+				best = t;
+		}
+		p = best / 16 >= BATCH_SYSCALL_NS;
+	}
+	__atomic_store_n(&pays, p, __ATOMIC_RELAXED);
+	return p;
+}
+
+/*
+ * Run the k reads cbp[0..k) (aio_data: their index) in one io_submit on the
+ * fast path's context (the submitter's, under the ring's sq_lock; made on
+ * first use). res[i] is each one's result. Returns how many the kernel took,
+ * the first ones (the rest did not run), 0 when it took none or AIO cannot be
+ * had here. A read the kernel queued instead of completing (no Linux file
+ * system does for a buffered RWF_NOWAIT read) is waited for.
+ */
+int kaio_read_batch(struct emu_ring *r, struct iocb **cbp, int k, int32_t *res)
+{
+	if (r->fb_state == 0) {
+		r->fb_ctx = 0;
+		r->fb_state = kaio_io_setup(64, &r->fb_ctx) == 0 ? 1 : -1;
+	}
+	if (r->fb_state < 0)
+		return 0;
+	int e, took = kaio_submit_all(r->fb_ctx, k, cbp, &e);
+	struct io_event ev[64];
+	for (int got = 0; got < took;) {
+		int n = kaio_ring_pop(r->fb_ctx, ev, took - got);
+		if (n <= 0) {
+			long w = kaio_io_getevents(r->fb_ctx, 1, took - got, ev, NULL);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				/* cannot happen: the context is ours and holds them; their
+				 * buffers must not be touched again, so it is fatal */
+				abort();
+			}
+			n = (int)w;
+		}
+		for (int i = 0; i < n; i++) {
+			int64_t v = ev[i].res;
+			res[ev[i].data] = v < INT32_MIN ? -EIO : (int32_t)v;
+		}
+		got += n;
+	}
+	return took;
 }

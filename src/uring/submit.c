@@ -131,29 +131,28 @@ static void fast_post(struct emu_ring *r, const struct fast_cqe *c, unsigned n, 
  * A READ or WRITE without SQE flags, ioprio or personality on a plain fd that
  * the cache knows as a regular file without O_DIRECT: the one case that needs
  * none of a request's machinery (links, drain, cancel, buffers, a worker), as
- * long as RWF_NOWAIT does it at once. Runs it from the SQE copy s. Returns 1
- * with *res when it is done (all of it, EOF, or an error the slow path would
- * give too), 2 with *res bytes when it was short (the slow path continues
- * it), 0 when nothing was done (would block, not for here: the slow path).
+ * long as RWF_NOWAIT does it at once.
  */
-static int fast_rw(struct emu_ring *r, const struct io_uring_sqe *s, int32_t *res)
+static int fast_ok(const struct emu_ring *r, const struct io_uring_sqe *s)
 {
 	unsigned op = s->opcode;
-	int vec = op == IORING_OP_READV || op == IORING_OP_WRITEV;
-	if ((op != IORING_OP_READ && op != IORING_OP_WRITE && !vec) || s->flags || s->ioprio || s->personality ||
-	    (int64_t)s->off < -1 || (unsigned)s->fd >= EMU_FCACHE || ((unsigned)s->rw_flags & RWF_REFUSED))
+	if ((op != IORING_OP_READ && op != IORING_OP_WRITE && op != IORING_OP_READV && op != IORING_OP_WRITEV) ||
+	    s->flags || s->ioprio || s->personality || (int64_t)s->off < -1 || (unsigned)s->fd >= EMU_FCACHE ||
+	    ((unsigned)s->rw_flags & RWF_REFUSED))
 		return 0;
 	const struct fent *fe = &r->fcache[s->fd];
-	if (!__atomic_load_n(&fe->valid, __ATOMIC_ACQUIRE) || fe->kind != FK_REG || fe->direct)
-		return 0;
-	/* READV/WRITEV: the program's iovec array, as op_rw passes it inline */
-	struct iovec one = { (void *)(uintptr_t)s->addr, s->len };
-	const struct iovec *iov = vec ? (const struct iovec *)(uintptr_t)s->addr : &one;
-	int niov = vec ? (int)s->len : 1;
-	ssize_t n = exec_sys_rw(op == IORING_OP_WRITE || op == IORING_OP_WRITEV, s->fd, iov, niov, (int64_t)s->off,
-			   (int)s->rw_flags | RWF_NOWAIT);
+	return __atomic_load_n(&fe->valid, __ATOMIC_ACQUIRE) && fe->kind == FK_REG && !fe->direct;
+}
+
+/* What a fast-path transfer of s gave (n bytes, or -errno) means: 1 done with
+ * *res (all of it, EOF, or an error the request path would give too), 2 short
+ * with *res bytes (the request path continues it), 0 nothing done (would
+ * block, not for here: the request path runs it). */
+static int fast_outcome(const struct io_uring_sqe *s, int64_t n, int32_t *res)
+{
+	int vec = s->opcode == IORING_OP_READV || s->opcode == IORING_OP_WRITEV;
 	if (n < 0) {
-		int e = errno;
+		int e = (int)-n;
 		if (e == EAGAIN || e == EOPNOTSUPP || e == ESPIPE || vec)
 			return 0;       /* a worker, a stream, the program's own NOWAIT, a bad
 					 * iovec array (-EFAULT before -EBADF): op_rw decides */
@@ -161,49 +160,155 @@ static int fast_rw(struct emu_ring *r, const struct io_uring_sqe *s, int32_t *re
 		return 1;
 	}
 	*res = (int32_t)n;
-	return n == 0 || (uint64_t)n >= (vec ? exec_iov_total(iov, niov) : s->len) ? 1 : 2;
+	/* READV: the kernel has just read the program's array without a fault */
+	uint64_t want = vec ? exec_iov_total((const struct iovec *)(uintptr_t)s->addr, (int)s->len) : s->len;
+	return n == 0 || (uint64_t)n >= want ? 1 : 2;
+}
+
+/* Run s (fast_ok) from its copy with one preadv2/pwritev2: fast_outcome's answer. */
+static int fast_rw(const struct io_uring_sqe *s, int32_t *res)
+{
+	unsigned op = s->opcode;
+	int vec = op == IORING_OP_READV || op == IORING_OP_WRITEV;
+	/* READV/WRITEV: the program's iovec array, as op_rw passes it inline */
+	struct iovec one = { (void *)(uintptr_t)s->addr, s->len };
+	const struct iovec *iov = vec ? (const struct iovec *)(uintptr_t)s->addr : &one;
+	ssize_t n = exec_sys_rw(op == IORING_OP_WRITE || op == IORING_OP_WRITEV, s->fd, iov, vec ? (int)s->len : 1,
+			   (int64_t)s->off, (int)s->rw_flags | RWF_NOWAIT);
+	return fast_outcome(s, n < 0 ? -(int64_t)errno : (int64_t)n, res);
+}
+
+/* An SQE the fast path took that the request path finishes: not done at all
+ * (done 0: run as if it came from the SQ), or short by done bytes. A
+ * submission carries at most CARRY_MAX; the fast path stops while it has
+ * room for one more batch. */
+#define CARRY_MAX (2 * FAST_BATCH + 1)
+#define CARRY_ROOM(n) ((n) + FAST_BATCH + 1 <= CARRY_MAX)
+struct fast_carry {
+	struct io_uring_sqe sqe;
+	uint32_t done;
+};
+
+/* Post c[0..*nc) once it is full (sq_head: head). */
+static void fast_add(struct emu_ring *r, struct fast_cqe *c, unsigned *nc, unsigned head, uint64_t ud, int32_t res)
+{
+	c[*nc].ud = ud;
+	c[(*nc)++].res = res;
+	if (*nc == FAST_BATCH) {
+		fast_post(r, c, *nc, head);
+		*nc = 0;
+	}
+}
+
+/*
+ * Run the cached reads bs[0..nb) (fast_ok READ and READV SQEs at an offset,
+ * copied): two or more in one io_submit where batches pay (kaio_read_batch),
+ * RWF_NOWAIT in each; one with a preadv2, and so is one the kernel refused (a
+ * bad fd or iovec array), the rest going on in another io_submit. Each result
+ * means what fast_rw's would: what is done goes to c (SQ order), the rest to
+ * carry.
+ */
+static void fast_reads(struct emu_ring *r, const struct io_uring_sqe *bs, unsigned nb, struct fast_cqe *c,
+			   unsigned *nc, unsigned head, struct fast_carry *carry, unsigned *ncarry)
+{
+	struct iocb cb[FAST_BATCH], *cbp[FAST_BATCH];
+	int32_t res[FAST_BATCH];
+	uint8_t by_aio[FAST_BATCH] = { 0 };
+	if (nb >= 2) {
+		for (unsigned i = 0; i < nb; i++) {
+			const struct io_uring_sqe *s = &bs[i];
+			memset(&cb[i], 0, sizeof(cb[i]));
+			cb[i].aio_data = i;
+			cb[i].aio_fildes = (uint32_t)s->fd;
+			cb[i].aio_lio_opcode = s->opcode == IORING_OP_READV ? IOCB_CMD_PREADV : IOCB_CMD_PREAD;
+			cb[i].aio_buf = s->addr;
+			cb[i].aio_nbytes = s->len;      /* READV: the iovec count */
+			cb[i].aio_offset = (int64_t)s->off;
+			cb[i].aio_rw_flags = (int)s->rw_flags | RWF_NOWAIT;
+			cbp[i] = &cb[i];
+		}
+		/* past one the kernel refused, the rest in the next io_submit */
+		for (unsigned i = 0; i + 2 <= nb && r->fb_state >= 0;) {
+			int took = kaio_read_batch(r, cbp + i, (int)(nb - i), res);
+			memset(by_aio + i, 1, (size_t)took);
+			i += (unsigned)took + 1;
+		}
+	}
+	for (unsigned i = 0; i < nb; i++) {
+		int32_t v = 0;
+		int k = by_aio[i] ? fast_outcome(&bs[i], res[i], &v) : fast_rw(&bs[i], &v);
+		if (k == 1) {
+			fast_add(r, c, nc, head, bs[i].user_data, v);
+			continue;
+		}
+		carry[*ncarry].sqe = bs[i];
+		carry[(*ncarry)++].done = k == 2 ? (uint32_t)v : 0;
+	}
 }
 
 /*
  * Take SQEs from the head of the SQ through the fast path while they qualify
  * and no drain is active and nothing dying; stops at the first that does
- * not, so CQEs keep SQ order with what the slow path does after. A short
- * transfer is handed to the slow path in *carry (copied once, already
- * consumed) with *carry_done bytes done. Returns how many SQEs were consumed.
+ * not, so CQEs keep SQ order with what the slow path does after. Cached
+ * reads in a row are gathered for one io_submit (fast_reads) where batches
+ * pay. SQEs taken that the request path must finish (not cached, short) go
+ * to carry, copied and consumed, and run there after the fast path, as the
+ * kernel's ring completes them later too. Returns how many SQEs were consumed.
  */
-static unsigned fast_submit(struct emu_ring *r, unsigned n, unsigned *headp, struct io_uring_sqe *carry,
-			    uint32_t *carry_done)
+static unsigned fast_submit(struct emu_ring *r, unsigned n, unsigned *headp, struct fast_carry *carry,
+			    unsigned *ncarry)
 {
 	if (__atomic_load_n(&r->defer_head, __ATOMIC_RELAXED) ||
 	    r->drain_active ||                                      /* the request path decides */
 	    __atomic_load_n(&r->dying, __ATOMIC_RELAXED))
 		return 0;
 	struct fast_cqe c[FAST_BATCH];
-	unsigned nc = 0, done = 0, head = *headp;
+	struct io_uring_sqe bs[FAST_BATCH];
+	unsigned nc = 0, nb = 0, done = 0, head = *headp;
+	int batch = r->fb_on && r->fb_state >= 0 && n >= 2;
 	while (done < n) {
 		unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);
 		if (idx >= r->sq_entries)
 			break;
 		struct io_uring_sqe s;
 		memcpy(&s, (char *)r->sqes + (size_t)idx * r->sqe_size, sizeof(s));
+		if (!fast_ok(r, &s))
+			break;
+		if (batch && (s.opcode == IORING_OP_READ || s.opcode == IORING_OP_READV) && (int64_t)s.off >= 0) {
+			bs[nb++] = s;
+			head++;
+			done++;
+			if (nb == FAST_BATCH) {
+				fast_reads(r, bs, nb, c, &nc, head, carry, ncarry);
+				nb = 0;
+				if (!CARRY_ROOM(*ncarry))
+					break;
+			}
+			continue;
+		}
+		if (nb) {
+			fast_reads(r, bs, nb, c, &nc, head, carry, ncarry);
+			nb = 0;
+			if (!CARRY_ROOM(*ncarry))
+				break;          /* s stays in the SQ */
+		}
 		int32_t res;
-		int k = fast_rw(r, &s, &res);
+		int k = fast_rw(&s, &res);
 		if (!k)
 			break;
 		head++;
 		done++;
 		if (k == 2) {
-			*carry = s;
-			*carry_done = (uint32_t)res;
-			break;
+			carry[*ncarry].sqe = s;
+			carry[(*ncarry)++].done = (uint32_t)res;
+			if (!CARRY_ROOM(*ncarry))
+				break;
+			continue;
 		}
-		c[nc].ud = s.user_data;
-		c[nc++].res = res;
-		if (nc == FAST_BATCH) {
-			fast_post(r, c, nc, head);
-			nc = 0;
-		}
+		fast_add(r, c, &nc, head, s.user_data, res);
 	}
+	if (nb)
+		fast_reads(r, bs, nb, c, &nc, head, carry, ncarry);
 	if (nc)
 		fast_post(r, c, nc, head);
 	*headp = head;
@@ -227,19 +332,19 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 			__atomic_store_n(&r->fcache[i].vgen, 0, __ATOMIC_RELAXED);
 		r->sub_gen = 1;
 	}
-	struct io_uring_sqe carry;
-	uint32_t carry_done = 0;
+	struct fast_carry carry[CARRY_MAX];
+	unsigned ncarry = 0, ci = 0;
 	exec_in_submit = 1;
-	unsigned done = fast_submit(r, n, &head, &carry, &carry_done);
+	unsigned done = fast_submit(r, n, &head, carry, &ncarry);
 	exec_in_submit = 0;
-	int stop = 0, has_carry = carry_done > 0;
+	int stop = 0, has_carry = ncarry > 0;
 	if (done == n && !has_carry) {
 		kaio_flush(r);           /* as below: nothing of this submission, but an older batch */
 		return done;             /* all done and posted; sq_head published */
 	}
 	pthread_mutex_lock(&r->lock);
 	while ((done < n || has_carry) && !stop) {
-		const void *src = &carry;
+		const void *src = has_carry ? &carry[ci].sqe : NULL;
 		if (!has_carry) {
 			unsigned idx = __atomic_load_n(&r->sq_array[head & (r->sq_entries - 1)], __ATOMIC_RELAXED);
 			if (idx >= r->sq_entries) {
@@ -252,10 +357,12 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 		struct ureq *q = exec_req_get_locked(r);
 		if (!q) {
 			if (has_carry) {
-				/* no memory to go on with it: its short count is its result */
-				emu_post(r, carry.user_data, (int32_t)carry_done, 0, 0);
+				/* no memory to go on with it: its short count is its
+				 * result, or -ENOMEM when nothing was done */
+				emu_post(r, carry[ci].sqe.user_data,
+					 carry[ci].done ? (int32_t)carry[ci].done : -ENOMEM, 0, 0);
 				r->ncompleted++;
-				has_carry = 0;
+				has_carry = ++ci < ncarry;
 				continue;
 			}
 			if (!done)
@@ -270,11 +377,13 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 		exec_ud_hash_add(q);
 		q->prep_err = prep(r, q);
 		if (has_carry) {
-			/* the rest of a short fast-path transfer (op_rw adds done to the offset) */
-			has_carry = 0;
-			if (exec_rw_carry(q, carry_done) < 0) {
+			/* the rest of a short fast-path transfer (op_rw adds done to the
+			 * offset), or one it took and did not do, run from its copy */
+			uint32_t cd = carry[ci].done;
+			has_carry = ++ci < ncarry;
+			if (cd && exec_rw_carry(q, cd) < 0) {
 				/* its array is gone, or no memory: its short count is its result */
-				emu_post(r, carry.user_data, (int32_t)carry_done, 0, 0);
+				emu_post(r, q->sqe.user_data, (int32_t)cd, 0, 0);
 				r->ncompleted++;
 				exec_put_locked(r, q);
 				continue;

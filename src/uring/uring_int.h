@@ -302,6 +302,11 @@ struct emu_ring {
 	unsigned aio_inflight, aio_max;
 	struct iocb *aio_pend[64];
 	int aio_npend;
+	/* kernel AIO for the fast path's batches of cached reads (kaio.c): a
+	 * context of its own, whose reads complete inside io_submit */
+	int fb_state;                  /* 0 untried, 1 on, -1 unavailable */
+	aio_context_t fb_ctx;
+	int fb_on;                     /* batch at all: kaio_batch_pays() at setup */
 	/* SQPOLL */
 	int sqp_on, sqp_sleeping;
 	pthread_t sqp;
@@ -399,6 +404,8 @@ int kaio_submit(struct ureq *q, int wr, int ctx);
 void kaio_flush(struct emu_ring *r);
 int kaio_reap_locked(struct emu_ring *r, struct ureq **run);
 void kaio_fini(struct emu_ring *r);
+int kaio_batch_pays(void);
+int kaio_read_batch(struct emu_ring *r, struct iocb **cbp, int k, int32_t *res);
 
 /* xproc.c: a ring shared by the processes that fork()ed with it */
 void xproc_track(struct emu_ring *r);
