@@ -23,7 +23,7 @@ static void fill_fent(int fd, struct fent *fe)
 	struct stat st;
 	fe->fd = fd;
 	fe->kind = FK_OTHER;
-	fe->direct = fe->nonblock = 0;
+	fe->direct = fe->nonblock = fe->wr_block = 0;
 	if (fstat(fd, &st) == 0) {
 		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
 			fe->kind = FK_REG;
@@ -76,6 +76,7 @@ int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out)
 		r->fcache[fd].kind = out->kind;
 		r->fcache[fd].direct = out->direct;
 		r->fcache[fd].nonblock = out->nonblock;
+		__atomic_store_n(&r->fcache[fd].wr_block, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->fcache[fd].vgen, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->fcache[fd].valid, 1, __ATOMIC_RELEASE);
 	}

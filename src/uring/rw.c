@@ -339,6 +339,13 @@ int32_t op_rw(struct ureq *q, int ctx, struct ureq **run)
 			}
 			return exec_punt(q);
 		}
+		/* a file whose writes refused RWF_NOWAIT before (EOPNOTSUPP: ext4's
+		 * buffered writes): a worker at once, no try that would be refused */
+		if (wr && q->fe.wr_block && q->fe.kind == FK_REG && !((unsigned)s->rw_flags & RWF_NOWAIT)) {
+			if ((e = stabilize_iov(q)) < 0)
+				return e;
+			return exec_punt(q);
+		}
 		flags |= RWF_NOWAIT;
 	}
 	ssize_t n = -1;
@@ -382,7 +389,11 @@ int32_t op_rw(struct ureq *q, int ctx, struct ureq **run)
 		if ((op == IORING_OP_READV || op == IORING_OP_WRITEV) && !q->iov && (e = stabilize_iov(q)) < 0)
 			return e;
 		if (err == EOPNOTSUPP && ctx != CTX_WORKER && !(s->rw_flags & RWF_NOWAIT)) {
-			/* This file cannot say "would block": a worker does it. */
+			/* This file cannot say "would block": a worker does it. For a write
+			 * of a regular file the cache remembers (the next ones go at once). */
+			if (wr && q->fe.kind == FK_REG && !(s->flags & IOSQE_FIXED_FILE) && q->sqe.fd >= 0 &&
+			    q->sqe.fd < EMU_FCACHE && !q->done)
+				__atomic_store_n(&q->r->fcache[q->sqe.fd].wr_block, 1, __ATOMIC_RELAXED);
 			if ((e = stabilize_iov(q)) < 0)
 				return e;
 			if (stream && ready_now(q->fd, wr ? POLLOUT : POLLIN) == 0)

@@ -141,7 +141,8 @@ static int fast_ok(const struct emu_ring *r, const struct io_uring_sqe *s)
 	    ((unsigned)s->rw_flags & RWF_REFUSED))
 		return 0;
 	const struct fent *fe = &r->fcache[s->fd];
-	return __atomic_load_n(&fe->valid, __ATOMIC_ACQUIRE) && fe->kind == FK_REG && !fe->direct;
+	return __atomic_load_n(&fe->valid, __ATOMIC_ACQUIRE) && fe->kind == FK_REG && !fe->direct &&
+	       ((op != IORING_OP_WRITE && op != IORING_OP_WRITEV) || !__atomic_load_n(&fe->wr_block, __ATOMIC_RELAXED));
 }
 
 /* What a fast-path transfer of s gave (n bytes, or -errno) means: 1 done with

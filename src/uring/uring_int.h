@@ -55,6 +55,8 @@ enum { FK_UNKNOWN = 0, FK_REG, FK_POLL, FK_SOCK, FK_OTHER };
 struct fent {
 	int fd;                  /* real fd (registered files: our dup) or -1 */
 	uint8_t kind, direct, nonblock;
+	uint8_t wr_block;              /* fcache: a write's RWF_NOWAIT was refused (EOPNOTSUPP):
+					* writes go to a worker at once (read/written with __atomic) */
 	uint8_t valid;                 /* fcache: filled (read/written with __atomic) */
 	uint32_t vgen;                 /* fcache: O_DIRECT confirmed in submission vgen (0: not since filled) */
 };
