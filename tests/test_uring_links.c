@@ -5,7 +5,10 @@
  * write then a read of what it wrote), IOSQE_IO_DRAIN waits for everything before it (a drained
  * NOP completes after a pending pipe read that a later write finishes), IOSQE_CQE_SKIP_SUCCESS
  * posts nothing for successes but posts failures, and a chain whose member fails preparation
- * (bad opcode) gives that error and -ECANCELED for the others. */
+ * (bad opcode) gives that error and -ECANCELED for the others; once a ring has seen
+ * IOSQE_CQE_SKIP_SUCCESS, IOSQE_IO_DRAIN is -EOPNOTSUPP on it; a READV and a SENDMSG linked
+ * behind a wait, and a READV a drain holds back, take their iovec arrays and msghdr at submission
+ * (the program clears them once the submit returned: FEAT_SUBMIT_STABLE). */
 #include "test_uring.h"
 #include <fcntl.h>
 
@@ -156,6 +159,68 @@ static void body(void)
 	CHECK_EQ(tu_find(c, 3, 50)->res, -ECANCELED);
 	CHECK_EQ(tu_find(c, 3, 51)->res, -EINVAL);
 	CHECK_EQ(tu_find(c, 3, 52)->res, -ECANCELED);
+
+	/* 7. from the first IOSQE_CQE_SKIP_SUCCESS on (5.), the ring refuses IOSQE_IO_DRAIN */
+	s = sqe_get(&ring);
+	io_uring_prep_nop(s);
+	s->flags |= IOSQE_IO_DRAIN;
+	s->user_data = 55;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_reap(&ring, c, 1);
+	CHECK_EQ(c[0].user_data, 55);
+	CHECK_EQ(c[0].res, -EOPNOTSUPP);
+	io_uring_queue_exit(&ring);
+	CHECK_EQ(io_uring_queue_init(16, &ring, 0), 0);
+
+	/* 8. what runs after the submission took the program's memory at submission
+	 * (FEAT_SUBMIT_STABLE): a READV and a SENDMSG linked behind a pipe read, and a
+	 * READV held back by a drain, with their iovec arrays and msghdr cleared by
+	 * the program once the submit returned */
+	{
+		int sv[2];
+		CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		CHECK_EQ(pwrite(fd, "stable data of the file", 23, 0), 23);
+		char pb[1], got[32] = "", out1[16] = "", out2[16] = "";
+		struct iovec *v = calloc(3, sizeof(*v));
+		struct msghdr *m = calloc(1, sizeof(*m));
+		CHECK(v && m);
+		v[0] = (struct iovec){ out1, 6 };
+		v[1] = (struct iovec){ "hello", 5 };
+		v[2] = (struct iovec){ out2, 4 };
+		m->msg_iov = &v[1];
+		m->msg_iovlen = 1;
+		s = sqe_get(&ring);
+		io_uring_prep_read(s, p[0], pb, 1, 0);
+		s->flags |= IOSQE_IO_LINK;
+		s->user_data = 60;
+		s = sqe_get(&ring);
+		io_uring_prep_readv(s, fd, &v[0], 1, 0);
+		s->flags |= IOSQE_IO_LINK;
+		s->user_data = 61;
+		s = sqe_get(&ring);
+		io_uring_prep_sendmsg(s, sv[0], m, 0);
+		s->user_data = 62;
+		s = sqe_get(&ring);
+		io_uring_prep_readv(s, fd, &v[2], 1, 7);
+		s->flags |= IOSQE_IO_DRAIN;
+		s->user_data = 63;
+		CHECK_EQ(io_uring_submit(&ring), 4);
+		memset(v, 0, 3 * sizeof(*v));
+		memset(m, 0, sizeof(*m));
+		CHECK_EQ(write(p[1], "x", 1), 1);
+		tu_reap(&ring, c, 4);
+		CHECK_EQ(tu_find(c, 4, 60)->res, 1);
+		CHECK_EQ(tu_find(c, 4, 61)->res, 6);
+		CHECK_EQ(tu_find(c, 4, 62)->res, 5);
+		CHECK_EQ(tu_find(c, 4, 63)->res, 4);
+		CHECK(memcmp(out1, "stable", 6) == 0 && memcmp(out2, "data", 4) == 0);
+		CHECK_EQ(recv(sv[1], got, sizeof(got), MSG_DONTWAIT), 5);
+		CHECK(memcmp(got, "hello", 5) == 0);
+		free(v);
+		free(m);
+		close(sv[0]);
+		close(sv[1]);
+	}
 
 	close(p[0]);
 	close(p[1]);

@@ -84,9 +84,11 @@ int kaio_submit(struct ureq *q, int wr, int ctx)
 		cb->aio_buf = (uint64_t)(uintptr_t)q->iov[0].iov_base;
 		cb->aio_nbytes = q->iov[0].iov_len;
 	} else {
+		/* no copy: the program's READV/WRITEV array, which io_submit reads
+		 * before this submission returns (inline only: op_rw) */
 		cb->aio_lio_opcode = wr ? IOCB_CMD_PWRITEV : IOCB_CMD_PREADV;
-		cb->aio_buf = (uint64_t)(uintptr_t)q->iov;
-		cb->aio_nbytes = (uint64_t)q->niov;
+		cb->aio_buf = q->iov ? (uint64_t)(uintptr_t)q->iov : q->sqe.addr;
+		cb->aio_nbytes = q->iov ? (uint64_t)q->niov : q->sqe.len;
 	}
 	q->state = RS_AIO;
 	if (!r->aio_inflight++)

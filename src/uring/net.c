@@ -278,6 +278,13 @@ static int stabilize_msg(struct ureq *q)
 	return 0;
 }
 
+/* SENDMSG/RECVMSG that runs after its submission: its header and iovecs now. */
+int msg_stable(struct emu_ring *r, struct ureq *q)
+{
+	(void)r;
+	return stabilize_msg(q);
+}
+
 /* 0: fd is a listening socket; -EINVAL: a socket that does not listen (the
  * kernel's accept fails at once, it never waits); -ENOTSOCK: not a socket. */
 static int listening(int fd)

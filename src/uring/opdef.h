@@ -42,6 +42,10 @@ struct op_def {
 	uint8_t rw;              /* a read or write of a file (short transfers) */
 	op_prep_fn prep;         /* NULL: the common checks are all */
 	op_issue_fn issue;
+	op_prep_fn stable;       /* one that runs after its submission (a link's member, one a
+				  * drain holds back) copies what it reads of the program's
+				  * memory now, as the kernel's prep does (FEAT_SUBMIT_STABLE):
+				  * its iovec array, its msghdr; NULL: nothing to copy */
 };
 
 extern const struct op_def op_defs[IORING_OP_LAST];
@@ -61,6 +65,7 @@ int send_prep(struct emu_ring *r, struct ureq *q);
 int send_zc_prep(struct emu_ring *r, struct ureq *q);
 int recv_prep(struct emu_ring *r, struct ureq *q);
 int accept_prep(struct emu_ring *r, struct ureq *q);
+int msg_stable(struct emu_ring *r, struct ureq *q);
 int32_t op_sendrecv(struct ureq *q, int ctx, struct ureq **run);
 int32_t op_recv(struct ureq *q, int ctx, struct ureq **run);
 int32_t op_accept(struct ureq *q, int ctx, struct ureq **run);
@@ -121,6 +126,7 @@ int32_t op_cancel(struct ureq *q, int ctx, struct ureq **run);
 int exec_file_is_socket(struct ureq *q);
 int exec_fixed_range(struct ureq *q);
 int exec_rw_carry(struct ureq *q, uint32_t done);
+int rw_stable(struct emu_ring *r, struct ureq *q);
 ssize_t exec_sys_rw(int wr, int fd, const struct iovec *iov, int niov, int64_t off, int flags);
 int exec_fd_mode_refuses(int fd, int wr);
 /* kbuf.c */

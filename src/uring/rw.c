@@ -84,6 +84,15 @@ static int stabilize_iov(struct ureq *q)
 	return 0;
 }
 
+/* A READV/WRITEV that does not run now (a link's member, one a drain holds
+ * back): its iovec array is copied at submission, as the kernel's prep takes
+ * it (FEAT_SUBMIT_STABLE); -EFAULT, -EINVAL as its prep would fail. */
+int rw_stable(struct emu_ring *r, struct ureq *q)
+{
+	(void)r;
+	return q->sqe.flags & IOSQE_BUFFER_SELECT ? 0 : stabilize_iov(q);
+}
+
 /* The cached kind of q's plain fd proved wrong: look again. */
 static void refresh_file(struct ureq *q)
 {
@@ -299,11 +308,11 @@ int32_t op_rw(struct ureq *q, int ctx, struct ureq **run)
 		q->niov = 1;
 	}
 	/* Inline, READV/WRITEV hand the program's iovec array to the kernel, which
-	 * checks it (-EFAULT); it is copied (ucopy) only to leave the submitter:
-	 * a worker, AIO, or a short transfer to continue. */
+	 * checks it (-EFAULT): to preadv2, or to io_submit for an O_DIRECT file (the
+	 * batch goes before the submission returns); it is copied (ucopy) only to
+	 * leave the submitter: a worker, or a short transfer to continue. */
 	if ((op == IORING_OP_READV || op == IORING_OP_WRITEV) && !q->iov &&
-	    (ctx != CTX_INLINE || q->fe.direct || (s->flags & IOSQE_ASYNC)) &&
-	    (e = stabilize_iov(q)) < 0)
+	    (ctx != CTX_INLINE || (s->flags & IOSQE_ASYNC)) && (e = stabilize_iov(q)) < 0)
 		return e;
 	const struct iovec *iov = q->iov ? q->iov : (const struct iovec *)(uintptr_t)s->addr;
 	int niov = q->iov ? q->niov : (int)s->len;

@@ -39,6 +39,12 @@ static int prep(struct emu_ring *r, struct ureq *q)
 	 * (before the personality); SEND from provided buffers (Linux 6.10) is not emulated */
 	if ((s->flags & IOSQE_BUFFER_SELECT) && !d->buffer_select)
 		return -EOPNOTSUPP;
+	/* the kernel's ring cannot keep a drain's count once CQEs may be skipped:
+	 * from the first IOSQE_CQE_SKIP_SUCCESS on, IOSQE_IO_DRAIN is refused */
+	if (s->flags & IOSQE_CQE_SKIP_SUCCESS)
+		r->drain_disabled = 1;
+	if ((s->flags & IOSQE_IO_DRAIN) && r->drain_disabled)
+		return -EOPNOTSUPP;
 	if (s->personality)
 		return -EINVAL;                    /* personalities are not emulated */
 	if (d->ioprio == IOP_CLASS) {
@@ -60,6 +66,14 @@ static int prep(struct emu_ring *r, struct ureq *q)
 	if ((s->flags & IOSQE_FIXED_FILE) && !r->files && d->takes_file)
 		return -EBADF;
 	return d->prep ? d->prep(r, q) : 0;
+}
+
+/* What q reads of the program's memory, copied now: it runs after the
+ * submission (opdef.c's stable). */
+static int stable(struct emu_ring *r, struct ureq *q)
+{
+	op_prep_fn f = op_defs[q->sqe.opcode].stable;
+	return f ? f(r, q) : 0;
 }
 
 /*
@@ -86,12 +100,13 @@ static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq *
 	if (h->sqe.flags & IOSQE_IO_DRAIN)
 		r->drain_active = 1;
 	if (r->drain_active && !h->chain_fail && !h->prep_err) {
-		if (r->defer_head || r->inflight) {
+		/* held back: it runs after the submission (its array copied now) */
+		if ((r->defer_head || r->inflight) && !(h->prep_err = stable(r, h))) {
 			h->state = RS_DEFER;
 			rq_push(&r->defer_head, &r->defer_tail, h);
 			return;
 		}
-		if (!(h->sqe.flags & IOSQE_IO_DRAIN))
+		if (!h->prep_err && !(h->sqe.flags & IOSQE_IO_DRAIN))
 			r->drain_active = 0;
 	}
 	r->inflight += h->chain_n;
@@ -413,6 +428,8 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 			ctail->link = q;
 			ctail = q;
 			chead->chain_n++;
+			if (!q->prep_err)
+				q->prep_err = stable(r, q);    /* it runs later */
 			if (q->prep_err)
 				chead->chain_fail = 1;
 			if (!lf) {

@@ -259,6 +259,7 @@ struct emu_ring {
 	unsigned inflight;             /* issued, not completed (for DRAIN) */
 	struct ureq *defer_head, *defer_tail;
 	int drain_active;              /* an IO_DRAIN was submitted: chains wait while anything runs (queue_chain_locked) */
+	int drain_disabled;            /* an SQE had IOSQE_CQE_SKIP_SUCCESS: IO_DRAIN is -EOPNOTSUPP from then on */
 	int drain_next;                /* the chain after one with an IO_DRAIN past its head is drained too */
 	struct ureq *counted, *counted_tail;  /* TIMEOUTs waiting for a completion count, by target */
 	int evfd, evfd_async;          /* registered eventfd */
