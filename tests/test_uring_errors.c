@@ -29,7 +29,8 @@
  * ignored by ops that take no file (TIMEOUT_REMOVE: -EINVAL); EPOLL_CTL reads its event (-EFAULT) before it
  * looks at the epoll fd (-EBADF); a registered buffer with a NULL base (an empty slot) may not
  * carry a tag (-EINVAL), untagged it is fine; a registered-buffer update whose iovec or tag
- * cannot be read is -EFAULT (a tag after one that can: the count updated before it); io-wq's CPU affinity is set to this process's CPUs
+ * cannot be read is -EFAULT (a tag after one that can: the count updated before it), with no table
+ * -ENXIO; io-wq's CPU affinity is set to this process's CPUs
  * and taken back (io_uring_unregister_iowq_aff: 0); registering more files than RLIMIT_NOFILE is
  * -EMFILE, and io_uring_register_files raises the soft limit and succeeds (where the hard limit
  * allows 128 files; else that step counts a SKIP-PART). */
@@ -640,6 +641,8 @@ static void body(void)
 		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, tag_edge, 2), 1);
 		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, tags2, 2), 2);
 		CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
+		/* with no table registered an update is -ENXIO */
+		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, tags2, 1), -ENXIO);
 		munmap(m, 2 * (size_t)pg);
 	}
 
