@@ -30,7 +30,8 @@
  * looks at the epoll fd (-EBADF); a registered buffer with a NULL base (an empty slot) may not
  * carry a tag (-EINVAL), untagged it is fine; a registered-buffer update whose iovec or tag
  * cannot be read is -EFAULT (a tag after one that can: the count updated before it), with no table
- * -ENXIO; io-wq's CPU affinity is set to this process's CPUs
+ * -ENXIO; an OPENAT2 open_how larger than the kernel's whose tail runs into an unreadable page is
+ * -EFAULT, with a byte of it not zero -E2BIG; io-wq's CPU affinity is set to this process's CPUs
  * and taken back (io_uring_unregister_iowq_aff: 0); registering more files than RLIMIT_NOFILE is
  * -EMFILE, and io_uring_register_files raises the soft limit and succeeds (where the hard limit
  * allows 128 files; else that step counts a SKIP-PART). */
@@ -643,6 +644,21 @@ static void body(void)
 		CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
 		/* with no table registered an update is -ENXIO */
 		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, tags2, 1), -ENXIO);
+		/* OPENAT2's struct open_how larger than the kernel's: its tail must be readable
+		 * (-EFAULT when it runs into a page that is not) and zero (-E2BIG) */
+		struct open_how *how_edge = (struct open_how *)(m + pg) - 1;
+		memset(how_edge, 0, sizeof(*how_edge));
+		struct io_uring_sqe *s2 = tu_sqe(&ring);
+		io_uring_prep_openat2(s2, AT_FDCWD, path, how_edge);
+		s2->len = sizeof(*how_edge) + 8;
+		CHECK_EQ(res(&ring), -EFAULT);
+		CHECK_EQ(mprotect(m + pg, (size_t)pg, PROT_READ | PROT_WRITE), 0);
+		memset(m + pg, 0, 8);
+		m[pg + 7] = 1;
+		s2 = tu_sqe(&ring);
+		io_uring_prep_openat2(s2, AT_FDCWD, path, how_edge);
+		s2->len = sizeof(*how_edge) + 8;
+		CHECK_EQ(res(&ring), -E2BIG);
 		munmap(m, 2 * (size_t)pg);
 	}
 
