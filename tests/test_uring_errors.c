@@ -34,7 +34,8 @@
  * -EFAULT, with a byte of it not zero -E2BIG; io-wq's CPU affinity is set to this process's CPUs
  * and taken back (io_uring_unregister_iowq_aff: 0); registering more files than RLIMIT_NOFILE is
  * -EMFILE, and io_uring_register_files raises the soft limit and succeeds (where the hard limit
- * allows 128 files; else that step counts a SKIP-PART). */
+ * allows 128 files; else that step counts a SKIP-PART); io_uring_queue_init under a descriptor
+ * limit too low for it is -EMFILE. */
 #include "test_uring.h"
 #include "parts.h"
 #include <fcntl.h>
@@ -679,6 +680,25 @@ static void body(void)
 		CHECK(rl.rlim_cur >= 100);
 		CHECK_EQ(io_uring_unregister_files(&ring), 0);
 		CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl0), 0);
+	}
+	/* a ring set up at the descriptor limit: -EMFILE until the limit allows it */
+	{
+		struct io_uring r2;
+		int e = -EMFILE;
+		rlim_t lim;
+		for (lim = 0; lim < 4096 && lim <= rl0.rlim_cur; lim++) {
+			rl = rl0;
+			rl.rlim_cur = lim;
+			CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+			e = io_uring_queue_init(4, &r2, 0);
+			CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl0), 0);
+			if (e == 0)
+				break;
+			CHECK_EQ(e, -EMFILE);
+		}
+		CHECK_EQ(e, 0);
+		CHECK(lim > 3);
+		io_uring_queue_exit(&r2);
 	}
 
 	/* io-wq affinity: set (the CPUs this process may use), then taken back */
