@@ -8,7 +8,7 @@
  * the channel and from outside it (host stdio, or the sfs library on the image).
  * Host to host with copy_file_range refused (a seccomp filter in a child): EXDEV,
  * EINVAL, ENOSYS, EOPNOTSUPP and EPERM fall back to copying (the bytes checked),
- * EIO is returned. */
+ * EIO is returned, and so is a read error of the fallback's copy. */
 #include <stddef.h>
 #include <unistd.h>
 #include <linux/filter.h>
@@ -152,11 +152,13 @@ int main(void)
 			printf("ok %s -> %s\n", ok[i]->label, ok[j]->label);
 		}
 	/* copy_file_range refused (EXDEV, EINVAL, ENOSYS, EOPNOTSUPP, EPERM): the
-	 * bytes are copied through the channels; another error is returned */
+	 * bytes are copied through the channels; another error is returned; an
+	 * error of that copy's read is returned too */
 	static const int fallback[] = { EXDEV, EINVAL, ENOSYS, EOPNOTSUPP, EPERM };
 	for (unsigned i = 0; i < sizeof(fallback) / sizeof(fallback[0]); i++)
 		refused(fallback[i], 0, 100000, i);
 	refused(EIO, 0, -EIO, 10);
+	refused(EXDEV, EIO, -EIO, 11);
 	printf("ok copy_file_range refused\n");
 	free(src_data);
 	free(model);
