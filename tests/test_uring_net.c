@@ -10,7 +10,7 @@
  * dup() of a ring fd works as the ring after the original is closed (also with stdin closed when
  * it is first used), and after io_uring_queue_exit
  * neither number is taken for the ring (a file put there is no ring); SENDMSG and RECVMSG use the
- * caller's msghdr and all of its iovecs (msg_iovlen), a RECVMSG that waits for its data from the
+ * caller's msghdr and all of its iovecs (msg_iovlen, six too), a RECVMSG that waits for its data from the
  * copy taken at submission (the caller's header and iovecs may change after io_uring_submit:
  * IORING_FEAT_SUBMIT_STABLE), and a RECVMSG with MSG_WAITALL that got part of its bytes goes on
  * into the rest of its iovecs, taking no more than they hold (a RECV so too, into the rest of its
@@ -105,6 +105,26 @@ static void msg_iovecs(struct io_uring *ring)
 		CHECK_EQ(read(sv[0], rest, sizeof rest), 3);
 		CHECK(memcmp(rest, "XYZ", 3) == 0);
 	}
+
+	/* a RECVMSG into six iovecs (more than the emulation keeps inline), queued before the
+	 * data, its iovecs scribbled over once submitted: 20 bytes, in order */
+	char six[20];
+	struct iovec siv[6];
+	for (int i = 0; i < 6; i++)
+		siv[i] = (struct iovec){ six + 3 * i, i < 5 ? 3 : 5 };
+	struct msghdr sixm = { .msg_iov = siv, .msg_iovlen = 6 };
+	memset(six, 0, sizeof six);
+	s = tu_sqe(ring);
+	io_uring_prep_recvmsg(s, sv[0], &sixm, MSG_WAITALL);
+	s->user_data = 64;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	tu_none(ring);
+	memset(siv, 0, sizeof siv);
+	CHECK_EQ(write(sv[1], "abcdefghijklmnopqrst", 20), 20);
+	c[0] = tu_wait_at(ring, 10, __LINE__);
+	CHECK_EQ(c[0].user_data, 64);
+	CHECK_EQ(c[0].res, 20);
+	CHECK(memcmp(six, "abcdefghijklmnopqrst", 20) == 0);
 	close(sv[0]);
 	close(sv[1]);
 }
