@@ -8,7 +8,8 @@
  * the channel and from outside it (host stdio, or the sfs library on the image).
  * Host to host with copy_file_range refused (a seccomp filter in a child): EXDEV,
  * EINVAL, ENOSYS, EOPNOTSUPP and EPERM fall back to copying (the bytes checked),
- * EIO is returned, and so is a read error of the fallback's copy. */
+ * EIO is returned, and so is a read error of the fallback's copy (where no filter
+ * can be installed, each is a skipped part). */
 #include <stddef.h>
 #include <unistd.h>
 #include <linux/filter.h>
@@ -105,8 +106,9 @@ static void refused(int cfr_err, int rd_err, int64_t want, unsigned k)
 			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		};
 		struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
-		CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "no_new_privs");
-		CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0, "seccomp");
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(77);           /* no seccomp here (or under valgrind) */
 		int64_t n = urch_transfer_to(a, 1000, 100000, b, 0);
 		CHECK(n == want, "copy_file_range %s, pread %s: %lld, want %lld", strerror(cfr_err),
 		      rd_err ? strerror(rd_err) : "works", (long long)n, (long long)want);
@@ -117,8 +119,16 @@ static void refused(int cfr_err, int rd_err, int64_t want, unsigned k)
 		_exit(0);
 	}
 	int st;
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	      "child for copy_file_range %s: status 0x%x", strerror(cfr_err), st);
+	char label[96];
+	snprintf(label, sizeof(label), "copy_file_range %s, pread %s", strerror(cfr_err),
+		 rd_err ? strerror(rd_err) : "works");
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+		tu_part_skip("seccomp", label, "no seccomp filter can be installed");
+		return;
+	}
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child for %s: status 0x%x", label, st);
+	tu_part_ran("seccomp", label);
 	if (want > 0) {
 		struct cfg dc = cfgs[0];
 		char dname[32];
