@@ -5,7 +5,8 @@
  * from outside (host read, or the sfs library for an image) and the other way
  * round; gaps read as zeros; read returns 0 at EOF; read_fully past EOF is
  * -ENODATA; a batch with bad ops (past EOF, bad position, NULL buffer, crossing
- * EOF, zero length) reports each op and completes the rest; writes on a
+ * EOF, zero length) reports each op and completes the rest; a batch read across
+ * an end of file inside a page is -ENODATA (under O_DIRECT in one read); writes on a
  * read-only channel and I/O on a closed fd fail per op; size, truncate, force;
  * O_DSYNC channels; urch_batch_write_force; urch_unlink removes the file once (then -ENOENT);
  * a NULL channel is -EINVAL to close, engine and fd, and a NULL buf to
@@ -184,8 +185,25 @@ static void run(const struct cfg *c)
 	CHECK(urch_truncate(ch, 50 * PG) == 0, "%s: truncate down", c->label);
 	CHECK(urch_size(ch) == 50 * PG, "%s: size after truncate", c->label);
 	CHECK(urch_read(ch, bufs, PG, 60 * PG) == 0, "%s: read past truncated end", c->label);
+	/* An end of file inside a page: a batch read across it is -ENODATA, with the
+	 * bytes before it read; under O_DIRECT in one read (a short read ending at an
+	 * unaligned place can only be the end: the op is not read again there). */
+	CHECK(urch_truncate(ch, 50 * PG - 1000) == 0, "%s: truncate inside a page", c->label);
+	memset(bufs, 0xee, 2 * PG);
+	struct urch_op eof = { 48 * PG, bufs, 2 * PG, 0 };
+	struct urch_stats es0, es1;
+	CHECK(urch_get_stats(ch, &es0) == 0, "stats");
+	r = urch_batch_read_fully(ch, &eof, 1);
+	CHECK(r == 1 && eof.result == -ENODATA, "%s: batch read across an unaligned EOF: %d, %lld",
+	      c->label, r, (long long)eof.result);
+	CHECK(urch_get_stats(ch, &es1) == 0, "stats");
+	CHECK(!(c->flags & URCH_DIRECT) || es1.ops - es0.ops == 1,
+	      "%s: %llu reads for a read across an unaligned EOF", c->label,
+	      (unsigned long long)(es1.ops - es0.ops));
+	CHECK(!memcmp(bufs, model + 48 * PG, 2 * PG - 1000), "%s: bytes before the unaligned EOF",
+	      c->label);
 	CHECK(urch_truncate(ch, 80 * PG) == 0, "%s: truncate up", c->label);
-	memset(model + 50 * PG, 0, (NPG - 50) * PG);
+	memset(model + 50 * PG - 1000, 0, (NPG - 50) * PG + 1000);
 	msize = 80 * PG;
 	memset(bufs, 0xee, 4 * PG);
 	CHECK(urch_read_fully(ch, bufs, 4 * PG, 49 * PG) == 4 * PG, "%s: read regrown", c->label);

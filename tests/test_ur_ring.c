@@ -7,7 +7,8 @@
  * long after), a full CQ never overrun (SQEs wait in the SQ), the entry limits
  * (32768, default CQ 2x capped), and the server sleeping and waking; without
  * an image every file operation fails (-ENODEV by name, -EBADF on a handle),
- * and such a ring gets a server of its own beside disk.sfs's running one. */
+ * and such a ring gets a server of its own beside disk.sfs's running one (a
+ * ring of urfs_queue_init's defaults, which answers a NOP). */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -202,8 +203,16 @@ int main(void)
 	if ((r = sfs_format("disk.sfs", 16ull << 20, 0)) < 0)
 		FAIL("format disk.sfs: %s", strerror(-r));
 	struct urfs_ring img;
+	memset(&img, 0, sizeof(img));
 	if ((r = urfs_queue_init(8, &img, 0)) < 0)
 		FAIL("ring on disk.sfs: %s", strerror(-r));
+	/* urfs_queue_init (default parameters) gives a working ring on disk.sfs */
+	if (img.server_pid <= 0 || !(sqe = urfs_get_sqe(&img)))
+		FAIL("urfs_queue_init gave no ring (server pid %d)", (int)img.server_pid);
+	urfs_prep_nop(sqe);
+	if (urfs_submit_and_wait(&img, 1) != 1 || urfs_peek_cqe(&img, &cqe) < 0 || cqe->res != 0)
+		FAIL("a NOP on the ring of urfs_queue_init");
+	urfs_cqe_seen(&img, cqe);
 	init(8, 0, 100);
 	if (ring.server_pid == img.server_pid)
 		FAIL("a ring without an image attached to disk.sfs's server %d", (int)img.server_pid);

@@ -14,7 +14,7 @@
  * mode opens the directory (the mode is ignored, not -EINVAL); a SPLICE into a pipe's read end
  * with an offset on the other pipe is -EBADF, not -ESPIPE; a POLL_ADD of a file that cannot be
  * polled with none of its events ready is -EINVAL, and POLLRDHUP is reported unasked; a
- * PROVIDE_BUFFERS of none is -E2BIG, of a NULL address fine; a WRITE to a socket whose peer has
+ * PROVIDE_BUFFERS of none is -E2BIG, of length 0 -EINVAL, of a NULL address fine; a WRITE to a socket whose peer has
  * gone raises SIGPIPE in the submitting thread, a SEND does not; a field an op does not use set is
  * -EINVAL before the fd is looked at (UNLINKAT's off, SHUTDOWN's buf_index, ACCEPT's unknown flags and ioprio bits,
  * NOP's ioprio; RECVMSG's and SENDMSG's off and splice_fd_in, OPENAT2's buf_index, CONNECT's len, flags,
@@ -29,10 +29,13 @@
  * ignored by ops that take no file (TIMEOUT_REMOVE: -EINVAL); EPOLL_CTL reads its event (-EFAULT) before it
  * looks at the epoll fd (-EBADF); a registered buffer with a NULL base (an empty slot) may not
  * carry a tag (-EINVAL), untagged it is fine; a registered-buffer update whose iovec or tag
- * cannot be read is -EFAULT (a tag after one that can: the count updated before it); io-wq's CPU affinity is set to this process's CPUs
+ * cannot be read is -EFAULT (a tag after one that can: the count updated before it), with no table
+ * -ENXIO; an OPENAT2 open_how larger than the kernel's whose tail runs into an unreadable page is
+ * -EFAULT, with a byte of it not zero -E2BIG; io-wq's CPU affinity is set to this process's CPUs
  * and taken back (io_uring_unregister_iowq_aff: 0); registering more files than RLIMIT_NOFILE is
  * -EMFILE, and io_uring_register_files raises the soft limit and succeeds (where the hard limit
- * allows 128 files; else that step counts a SKIP-PART). */
+ * allows 128 files; else that step counts a SKIP-PART); io_uring_queue_init under a descriptor
+ * limit too low for it is -EMFILE. */
 #include "test_uring.h"
 #include "parts.h"
 #include <fcntl.h>
@@ -385,6 +388,12 @@ static void body(void)
 	s = tu_sqe(&ring);
 	io_uring_prep_provide_buffers(s, NULL, 64, 1, 1, 0);
 	CHECK_EQ(res(&ring), 0);
+	/* buffers of length 0: -EINVAL (the kernel's answer since it checks; an older
+	 * kernel took them, so the kernel mode accepts either) */
+	s = tu_sqe(&ring);
+	io_uring_prep_provide_buffers(s, buf, 0, 1, 2, 0);
+	int32_t pz = res(&ring);
+	CHECK(pz == -EINVAL || (tu_mode == TU_KERNEL && pz == 0));
 	s = tu_sqe(&ring);
 	io_uring_prep_remove_buffers(s, 1, 1);
 	CHECK_EQ(res(&ring), 1);
@@ -640,6 +649,23 @@ static void body(void)
 		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, tag_edge, 2), 1);
 		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, tags2, 2), 2);
 		CHECK_EQ(io_uring_unregister_buffers(&ring), 0);
+		/* with no table registered an update is -ENXIO */
+		CHECK_EQ(io_uring_register_buffers_update_tag(&ring, 0, two, tags2, 1), -ENXIO);
+		/* OPENAT2's struct open_how larger than the kernel's: its tail must be readable
+		 * (-EFAULT when it runs into a page that is not) and zero (-E2BIG) */
+		struct open_how *how_edge = (struct open_how *)(m + pg) - 1;
+		memset(how_edge, 0, sizeof(*how_edge));
+		struct io_uring_sqe *s2 = tu_sqe(&ring);
+		io_uring_prep_openat2(s2, AT_FDCWD, path, how_edge);
+		s2->len = sizeof(*how_edge) + 8;
+		CHECK_EQ(res(&ring), -EFAULT);
+		CHECK_EQ(mprotect(m + pg, (size_t)pg, PROT_READ | PROT_WRITE), 0);
+		memset(m + pg, 0, 8);
+		m[pg + 7] = 1;
+		s2 = tu_sqe(&ring);
+		io_uring_prep_openat2(s2, AT_FDCWD, path, how_edge);
+		s2->len = sizeof(*how_edge) + 8;
+		CHECK_EQ(res(&ring), -E2BIG);
 		munmap(m, 2 * (size_t)pg);
 	}
 
@@ -660,6 +686,25 @@ static void body(void)
 		CHECK(rl.rlim_cur >= 100);
 		CHECK_EQ(io_uring_unregister_files(&ring), 0);
 		CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl0), 0);
+	}
+	/* a ring set up at the descriptor limit: -EMFILE until the limit allows it */
+	{
+		struct io_uring r2;
+		int e = -EMFILE;
+		rlim_t lim;
+		for (lim = 0; lim < 4096 && lim <= rl0.rlim_cur; lim++) {
+			rl = rl0;
+			rl.rlim_cur = lim;
+			CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+			e = io_uring_queue_init(4, &r2, 0);
+			CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl0), 0);
+			if (e == 0)
+				break;
+			CHECK_EQ(e, -EMFILE);
+		}
+		CHECK_EQ(e, 0);
+		CHECK(lim > 3);
+		io_uring_queue_exit(&r2);
 	}
 
 	/* io-wq affinity: set (the CPUs this process may use), then taken back */

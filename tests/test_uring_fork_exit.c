@@ -6,8 +6,8 @@
  * handed over and fires in the parent at its deadline (-ETIME, not before); a TIMEOUT counting one
  * completion, linked to a NOP, ends (by the count, or cancelled) and the NOP is cancelled, the
  * child exiting normally (emulated, the NOP comes free while the child leaves); the ring goes on
- * in the parent, nothing hangs, and after io_uring_queue_exit the parent has the threads and
- * fds it had before it set the ring up. */
+ * in the parent, nothing hangs, and after io_uring_queue_exit the parent has the threads,
+ * fds and shared mappings it had before it set the ring up. */
 #include "test_uring.h"
 #include <dirent.h>
 #include <fcntl.h>
@@ -36,6 +36,21 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The shared ("rw-s") mappings of this process: the ring's, and the page its state across
+ * fork() lives in (emulated), are among them while the ring is set up. */
+static int shared_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	CHECK(f != NULL);
+	char line[512], perm[8];
+	int n = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "%*x-%*x %7s", perm) == 1 && strcmp(perm, "rw-s") == 0)
+			n++;
+	fclose(f);
+	return n;
+}
+
 static void body(void)
 {
 	int fds0 = count_dir("/proc/self/fd"), threads0 = count_dir("/proc/self/task");
@@ -49,6 +64,7 @@ static void body(void)
 	/* one struct io_uring for both (its SQ tail is the submitter's copy otherwise) */
 	struct io_uring *rp = mmap(NULL, sizeof(*rp), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(rp != MAP_FAILED);
+	int maps0 = shared_maps();
 #define ring (*rp)
 	int r = io_uring_queue_init(16, &ring, 0);
 	if (r < 0)
@@ -169,6 +185,7 @@ static void body(void)
 	}
 	CHECK_EQ(fds, fds0);
 	CHECK_EQ(threads, threads0);
+	CHECK_EQ(shared_maps(), maps0);
 	close(pfd[0]);
 	close(pfd[1]);
 	unlink(fifo);

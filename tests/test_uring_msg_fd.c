@@ -5,9 +5,11 @@
  * the sender's slot (closed after the pass), and the target gets a CQE {off, 0 or the slot}
  * unless IORING_MSG_RING_CQE_SKIP. Errors: a non-zero len -EINVAL, an empty source slot -EBADF,
  * the sender's own ring -EINVAL, a target slot out of range -EINVAL, a target without a file
- * table -ENXIO, unknown flags -EINVAL. */
+ * table -ENXIO, unknown flags -EINVAL. A registered file held in descriptor 0 (stdin closed, a
+ * low RLIMIT_NOFILE) is passed as well. */
 #include "test_uring.h"
 #include <fcntl.h>
+#include <sys/resource.h>
 
 static struct io_uring_sqe *sqe_get(struct io_uring *ring)
 {
@@ -116,6 +118,28 @@ static void body(void)
 	s->flags |= IOSQE_FIXED_FILE;
 	CHECK_EQ(run1(&b, s), 6);
 	CHECK(memcmp(buf, "passed", 6) == 0);
+
+	/* 5. a registered file whose descriptor is 0 (stdin closed, RLIMIT_NOFILE below the
+	 * emulation's high range keeps its dup low) is passed like any other */
+	CHECK_EQ(io_uring_unregister_files(&a), 0);
+	int q[2];
+	CHECK_EQ(pipe(q), 0);
+	CHECK_EQ(write(q[1], "passed", 6), 6);
+	struct rlimit rl0, rl;
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl0), 0);
+	rl = rl0;
+	if (rl.rlim_cur > 256)
+		rl.rlim_cur = 256;
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	close(0);
+	CHECK_EQ(io_uring_register_files(&a, &q[0], 1), 0);
+	CHECK_EQ(send_fd(&a, b.ring_fd, 0, 3, 0, 0), 0);
+	tu_reap(&b, &c, 1);
+	CHECK_EQ(c.res, 0);
+	check_read(&b, 2);
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl0), 0);
+	close(q[0]);
+	close(q[1]);
 
 	close(p[0]);
 	close(p[1]);

@@ -4,12 +4,13 @@
  * before the data and a SEND complete with the bytes, ACCEPT and CONNECT meet on a localhost TCP
  * listener, a registered eventfd is signalled on completions, poll(ring_fd) says readable once a
  * CQE is pending (the ring fd's documented behaviour), and a RECV into a provided buffer
- * (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags; a ring fd closed by hand and its
+ * (IOSQE_BUFFER_SELECT) reports the buffer id in the CQE flags (a RECVMSG too: the data goes to the
+ * buffer, not to the base of the caller's iovec); a ring fd closed by hand and its
  * number reused is a plain fd again (CLOSE works on it; emulated, queue_exit leaves it open); a
  * dup() of a ring fd works as the ring after the original is closed (also with stdin closed when
  * it is first used), and after io_uring_queue_exit
  * neither number is taken for the ring (a file put there is no ring); SENDMSG and RECVMSG use the
- * caller's msghdr and all of its iovecs (msg_iovlen), a RECVMSG that waits for its data from the
+ * caller's msghdr and all of its iovecs (msg_iovlen, six too), a RECVMSG that waits for its data from the
  * copy taken at submission (the caller's header and iovecs may change after io_uring_submit:
  * IORING_FEAT_SUBMIT_STABLE), and a RECVMSG with MSG_WAITALL that got part of its bytes goes on
  * into the rest of its iovecs, taking no more than they hold (a RECV so too, into the rest of its
@@ -30,6 +31,23 @@ static int fd_away(int fd)
 	CHECK(h >= 100);
 	close(fd);
 	return h;
+}
+
+/* A receive prepared in s, from provided-buffer group 7 (ids 100..103): it gets
+ * want bytes and names its buffer in the CQE; the buffer's id. */
+static unsigned pool_recv(struct io_uring *ring, struct io_uring_sqe *s, int want)
+{
+	struct io_uring_cqe c;
+	s->flags |= IOSQE_BUFFER_SELECT;
+	s->buf_group = 7;
+	s->user_data = 21;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	tu_reap(ring, &c, 1);
+	CHECK_EQ(c.res, want);
+	CHECK(c.flags & IORING_CQE_F_BUFFER);
+	unsigned bid = c.flags >> IORING_CQE_BUFFER_SHIFT;
+	CHECK(bid >= 100 && bid < 104);
+	return bid;
 }
 
 /* SENDMSG of three pieces; a RECVMSG into two, queued before the data, whose header and
@@ -87,6 +105,26 @@ static void msg_iovecs(struct io_uring *ring)
 		CHECK_EQ(read(sv[0], rest, sizeof rest), 3);
 		CHECK(memcmp(rest, "XYZ", 3) == 0);
 	}
+
+	/* a RECVMSG into six iovecs (more than the emulation keeps inline), queued before the
+	 * data, its iovecs scribbled over once submitted: 20 bytes, in order */
+	char six[20];
+	struct iovec siv[6];
+	for (int i = 0; i < 6; i++)
+		siv[i] = (struct iovec){ six + 3 * i, i < 5 ? 3 : 5 };
+	struct msghdr sixm = { .msg_iov = siv, .msg_iovlen = 6 };
+	memset(six, 0, sizeof six);
+	s = tu_sqe(ring);
+	io_uring_prep_recvmsg(s, sv[0], &sixm, MSG_WAITALL);
+	s->user_data = 64;
+	CHECK_EQ(io_uring_submit(ring), 1);
+	tu_none(ring);
+	memset(siv, 0, sizeof siv);
+	CHECK_EQ(write(sv[1], "abcdefghijklmnopqrst", 20), 20);
+	c[0] = tu_wait_at(ring, 10, __LINE__);
+	CHECK_EQ(c[0].user_data, 64);
+	CHECK_EQ(c[0].res, 20);
+	CHECK(memcmp(six, "abcdefghijklmnopqrst", 20) == 0);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -166,16 +204,20 @@ static void body(void)
 	CHECK_EQ(write(sv[1], "provided", 8), 8);
 	s = io_uring_get_sqe(&ring);
 	io_uring_prep_recv(s, sv[0], NULL, 16, 0);
-	s->flags |= IOSQE_BUFFER_SELECT;
-	s->buf_group = 7;
-	s->user_data = 21;
-	CHECK_EQ(io_uring_submit(&ring), 1);
-	tu_reap(&ring, c, 1);
-	CHECK_EQ(c[0].res, 8);
-	CHECK(c[0].flags & IORING_CQE_F_BUFFER);
-	unsigned bid = c[0].flags >> IORING_CQE_BUFFER_SHIFT;
-	CHECK(bid >= 100 && bid < 104);
+	unsigned bid = pool_recv(&ring, s, 8);
 	CHECK(memcmp(pool[bid - 100], "provided", 8) == 0);
+	/* a RECVMSG so too: the data goes to the provided buffer, never to the base of the
+	 * caller's one iovec (only its length counts) */
+	static char decoy[16];
+	struct iovec div = { decoy, sizeof decoy };
+	struct msghdr dm = { .msg_iov = &div, .msg_iovlen = 1 };
+	CHECK_EQ(write(sv[1], "by msghdr", 9), 9);
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_recvmsg(s, sv[0], &dm, 0);
+	unsigned bid2 = pool_recv(&ring, s, 9);
+	CHECK(bid2 != bid);
+	CHECK(memcmp(pool[bid2 - 100], "by msghdr", 9) == 0);
+	CHECK(decoy[0] == 0);
 
 	/* ACCEPT and CONNECT on localhost */
 	int lfd = socket(AF_INET, SOCK_STREAM, 0), cfd = socket(AF_INET, SOCK_STREAM, 0);

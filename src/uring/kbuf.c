@@ -160,12 +160,15 @@ int32_t op_provide(struct ureq *q, int ctx, struct ureq **run)
 	struct emu_ring *r = q->r;
 	struct io_uring_sqe *s = &q->sqe;
 	unsigned nbufs = (unsigned)s->fd, len = s->len, bid = (unsigned)s->off;
-	/* as the kernel's: no buffers or too many is -E2BIG; their memory is not
+	/* as the kernel's: no buffers or too many is -E2BIG, buffers of length 0
+	 * -EINVAL (6.18 here; older kernels took them); their memory is not
 	 * looked at here (a read into a bad one fails with -EFAULT when it is used) */
 	if (s->rw_flags || s->splice_fd_in)
 		return -EINVAL;
 	if (!nbufs || nbufs > 65536 || bid + nbufs > 65536)
 		return -E2BIG;
+	if (!len)
+		return -EINVAL;
 	if ((uint64_t)len * nbufs / nbufs != len || s->addr + (uint64_t)len * nbufs < s->addr)
 		return -EOVERFLOW;
 	int e = 0;
