@@ -7,7 +7,8 @@
  * the liveness socket hang up), by dying (with the server reparented to this
  * test), by dying while a child of its own keeps the liveness socket open
  * (the server follows the process that started it), or after handing its end
- * of the liveness socket to the server as its fd 2. Each time the server must
+ * of the liveness socket to the server as its fd 2, or by never reading its
+ * hello (its reading side shut, the socket open). Each time the server must
  * exit within a few seconds and the image must then mount (also when the
  * attacker starts it with every signal blocked). A racing client
  * that rings and drains the SQ doorbell while the server wakes changes
@@ -211,6 +212,20 @@ int main(void)
 	pid = r.pid;
 	raw_close(&r);
 	server_gone(pid, "liveness peer on the server's fd 2");
+
+	/* 5b. Its hello cannot be sent (our end reads nothing, yet is open:
+	 * no hang-up to see): nobody listens, the server drops the ring and
+	 * exits. */
+	{
+		struct ur_region_hdr g;
+		raw_layout(&g, 4, 8, 8192, 0);
+		RAW_REGION(&r, &g, g.size, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+		r.shut_rd = 1;
+		RAW_START(&r, img_args, -1, -1);
+		server_gone(r.pid, "its hello undeliverable, the liveness socket open");
+		r.pid = -1;
+		raw_close(&r);
+	}
 
 	/* 6. Doorbells that are not eventfds are refused. */
 	int sem = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC), nul = open("/dev/null", O_RDWR | O_CLOEXEC), pp[2];

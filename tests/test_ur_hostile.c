@@ -3,7 +3,8 @@
  * get exactly one CQE and the server survives; a client that scribbles its SQ
  * tail or CQ head into nonsense gets its ring shut down (state BROKEN) while
  * the server stays alive, uses (almost) no CPU, and exits as soon as the
- * client goes away.
+ * client goes away. Bytes the client sends on its liveness socket are read
+ * and dropped: the ring lives on.
  * Serial: pins the server to CPU 0 while it lies (tests/run.sh runs it alone).
  */
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -128,6 +130,22 @@ int main(void)
 	}
 	if (kill(r.server_pid, 0) < 0)
 		FAIL("server died on garbage");
+	/* bytes on the liveness socket are not a hang-up: the server reads
+	 * them, drops them and keeps the ring (it polls that socket once it
+	 * sleeps, after 200 us idle) */
+	if (send(r.live_fd, "hello, server", 13, MSG_NOSIGNAL) != 13)
+		FAIL("send on the liveness socket: %s", strerror(errno));
+	usleep(100 * 1000);
+	struct urfs_sqe *nop = urfs_get_sqe(&r);
+	if (!nop)
+		FAIL("get_sqe");
+	urfs_prep_nop(nop);
+	nop->user_data = 77;
+	int ns = urfs_submit_and_wait(&r, 1);
+	if (ns != 1 || urfs_peek_cqe(&r, &cqe) < 0 || cqe->user_data != 77 || cqe->res != 0)
+		FAIL("the ring died of bytes on its liveness socket: %d (%s)", ns,
+		     ns < 0 ? strerror(-ns) : "");
+	urfs_cqe_seen(&r, cqe);
 	urfs_queue_exit(&r);
 
 	/* 2. SQ tail scribbled far ahead of the head */

@@ -10,7 +10,9 @@
  * (SQE addr2, ns): -ETIMEDOUT no sooner than asked and while the server is
  * asleep, the earlier of two deadlines first, nothing left queued (a later
  * unlock grants it nothing, a later lock gets the range), a grant before the
- * deadline leaves no late CQE, UINT64_MAX does not wrap, a timeout without
+ * deadline leaves no late CQE, UINT64_MAX does not wrap, a silent connection
+ * on the server's socket is let go after 1 s while the server sleeps until a
+ * far deadline (not kept until it), a timeout without
  * WAIT or on UNLOCK is -EINVAL. Cancel: the wait's CQE is -ECANCELED and the
  * cancel's 0, nothing left queued (nor a timeout later); an unknown
  * user_data, a granted one and another ring's wait are -ENOENT (that wait
@@ -219,6 +221,23 @@ static void timeouts(struct urfs_ring *a, struct urfs_ring *b, struct urfs_ring 
 	CHECK_EQ(DONE(a, unlock_q(a, fa, 0, 0)), 0);
 	CHECK_EQ(DONE(b, g), 0);
 	CHECK_EQ(res_of(b, g, 400), NONE);
+	CHECK_EQ(DONE(b, unlock_q(b, fb, 0, 0)), 0);
+
+	/* asleep until a far deadline, the server still lets go of a silent
+	 * connection on its socket after UR_PEND_NS (1 s; ABI.md "Attaching"):
+	 * it wakes for it, not only at the lock wait's timeout */
+	CHECK_EQ(DONE(a, lock_q(a, fa, 0, 10, EX, 0)), 0);
+	uint64_t far = lock_q(b, fb, 0, 1, EX | W, 60000 * MS);
+	CHECK_EQ(res_of(b, far, 50), NONE);
+	int silent = mp_connect(IMG);
+	if (silent < 0)
+		FAIL("connect: %s", strerror(-silent));
+	struct pollfd sp = { .fd = silent, .events = POLLIN };
+	if (poll(&sp, 1, 10000) != 1)
+		FAIL("a silent connection kept 10 s while the server sleeps until a lock timeout");
+	close(silent);
+	CHECK_EQ(DONE(a, unlock_q(a, fa, 0, 0)), 0);
+	CHECK_EQ(DONE(b, far), 0);
 	CHECK_EQ(DONE(b, unlock_q(b, fb, 0, 0)), 0);
 
 	/* the largest timeout does not wrap to "now" */

@@ -9,7 +9,8 @@
  * at again would not), three rounds over every ring. At the end the server's
  * counters say how many rings its turns looked at: at most the busy ring,
  * the idle ring just used, and the idle rings' share of UR_COLD_EVERY,
- * plus one, per turn (looking at every ring every turn is NIDLE + 1).
+ * plus one, per turn (looking at every ring every turn is NIDLE + 1), and
+ * that the NIDLE rings after the first attached, none refused.
  * Counts only, no time is asserted.
  */
 #include "test_ur_multi.h"
@@ -137,6 +138,10 @@ int main(void)
 	printf("server: %lld turns, %lld rings looked at: %.2f a turn (at most %.2f; %u rings)\n",
 	       turns, looks, per, most, NIDLE + 1);
 	CHECK(per <= most);
+	/* every ring after the first (NIDLE - 1 idle ones, the busy client's)
+	 * attached through the server's socket, none refused */
+	CHECK_EQ(tu_count_before(s, " clients attached"), NIDLE);
+	CHECK_EQ(tu_count_before(s, " refused"), 0);
 	free(s);
 	printf("PASS\n");
 	return 0;

@@ -13,10 +13,31 @@
  * last client; the image is then fsck-clean, the unlinked file gone. A
  * client that leaves with an unlinked file open releases it: on an image of
  * 8 directory slots, 8 files can be created afterwards. An exclusive ring
- * (URFS_SETUP_EXCL) refuses company both ways (-EBUSY). */
+ * (URFS_SETUP_EXCL) refuses company both ways (-EBUSY). A read-only mount
+ * refuses a read-write client (-EBUSY) and serves a read-only one. */
 #include "test_ur_multi.h"
 
 #define IMG "x.sfs"
+
+static void fresh(const char *img)
+{
+	int e = sfs_format(img, 16ull << 20, 0);
+	if (e < 0)
+		FAIL("format %s: %s", img, strerror(-e));
+}
+
+/* A ring on img with flags is refused: -EBUSY, its reason containing text. */
+static void refused(const char *img, unsigned flags, const char *text, const char *what)
+{
+	struct urfs_ring r;
+	struct urfs_params p;
+	memset(&p, 0, sizeof(p));
+	p.image = img;
+	p.flags = flags;
+	int e = urfs_queue_init_params(8, &r, &p);
+	if (e != -EBUSY || !strstr(p.errmsg, text))
+		FAIL("%s: %d '%s'", what, e, p.errmsg);
+}
 
 int main(void)
 {
@@ -132,23 +153,22 @@ int main(void)
 	urfs_queue_exit(&y1);
 	FSCK_CLEAN("y.sfs");
 	/* URFS_SETUP_EXCL (the channel API's rings): the only client */
-	if ((e = sfs_format("w.sfs", 16ull << 20, 0)) < 0)
-		FAIL("format w: %s", strerror(-e));
+	fresh("w.sfs");
 	struct urfs_ring x1, x2;
-	struct urfs_params xp;
 	mp_ring(&x1, "w.sfs", URFS_SETUP_EXCL);
-	memset(&xp, 0, sizeof(xp));
-	xp.image = "w.sfs";
-	e = urfs_queue_init_params(8, &x2, &xp);
-	if (e != -EBUSY || !strstr(xp.errmsg, "in use by pid"))
-		FAIL("a client beside an exclusive one: %d '%s'", e, xp.errmsg);
+	refused("w.sfs", 0, "in use by pid", "a client beside an exclusive one");
 	urfs_queue_exit(&x1);
 	mp_ring(&x2, "w.sfs", 0);
-	xp.flags = URFS_SETUP_EXCL;
-	e = urfs_queue_init_params(8, &x1, &xp);
-	if (e != -EBUSY)
-		FAIL("an exclusive client beside another: %d '%s'", e, xp.errmsg);
+	refused("w.sfs", URFS_SETUP_EXCL, "", "an exclusive client beside another");
 	urfs_queue_exit(&x2);
+	/* a read-only mount refuses a read-write client and serves a read-only one */
+	fresh("v.sfs");
+	mp_ring(&x1, "v.sfs", URFS_SETUP_RDONLY);
+	refused("v.sfs", 0, "mounted read-only", "a read-write client of a read-only mount");
+	mp_ring(&x2, "v.sfs", URFS_SETUP_RDONLY);
+	CHECK_EQ(x2.server_pid, x1.server_pid);
+	urfs_queue_exit(&x2);
+	urfs_queue_exit(&x1);
 	printf("fsync visibility, unlink of an open file, per-client handles and limits, read-only client: ok\n");
 	return 0;
 }

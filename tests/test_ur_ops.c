@@ -7,7 +7,8 @@
  * goes on), drain, and every malformed SQE class
  * (opcode, flags, reserved bits, fd, buffer index, address/length ranges with
  * overflow, offset, iovec count and ranges, names, statx output, registration,
- * a registration of 0 or more than UR_MAX_BUFS buffers)
+ * a registration of 0 or more than UR_MAX_BUFS buffers, server-side too;
+ * exactly UR_MAX_BUFS register)
  * answered with -EINVAL/-EBADF/-EFAULT/-ENAMETOOLONG in ABI.md's order while
  * the ring stays healthy; an index no longer registered; a buffer larger than
  * the staging area, alone or as a vector's pieces (-ENOBUFS). */
@@ -370,6 +371,19 @@ int main(void)
 	expect(raw(q), -EFAULT, "register a buffer outside the buffer area");
 	struct iovec big = { NULL, 1ull << 40 };
 	expect(urfs_register_buffers(&ring, &big, 1), -ENOMEM, "register too much");
+	/* the server's own bound (the library checks it first, so raw): exactly
+	 * UR_MAX_BUFS buffers register, one more is -EINVAL */
+	{
+		struct ur_iovec *mv = (struct ur_iovec *)(ring.region + data + 4096);
+		for (unsigned i = 0; i <= UR_MAX_BUFS; i++) {
+			mv[i].off = h->bufs_off;
+			mv[i].len = 1;
+		}
+		q = q0; q.opcode = UR_OP_REGISTER_BUFFERS; q.addr = data + 4096;
+		q.len = UR_MAX_BUFS + 1; expect(raw(q), -EINVAL, "raw register UR_MAX_BUFS + 1");
+		q.len = UR_MAX_BUFS; expect(raw(q), 0, "raw register UR_MAX_BUFS");
+		q.len = 0; q.addr = 0; expect(raw(q), 0, "raw unregister");
+	}
 
 	/* an ordinary buffer larger than the whole staging area (4 MiB by default):
 	 * its CQE says -ENOBUFS, at once (not a submit that never goes out) */

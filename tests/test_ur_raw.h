@@ -36,6 +36,7 @@ struct raw {
 	int live_on_fd2;             /* hand our end of the liveness socket over as the server's fd 2 */
 	int traced;                  /* the server starts stopped, under raw_trace() */
 	int block_signals;           /* the server starts with every signal blocked */
+	int shut_rd;                 /* our end of the liveness socket reads nothing: the hello cannot go */
 	pid_t pid;                   /* the server, or -1 */
 	uint8_t *base;               /* the client's mapping, maplen bytes */
 	uint64_t size, maplen;
@@ -134,6 +135,8 @@ static inline void raw_start(struct raw *r, const char *const *args, int sq_fd, 
 	if (r->sq < 0 || r->cq < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		TU_FAIL_AT(file, line, "doorbells: %s", strerror(errno));
 	r->live = sv[0];
+	if (r->shut_rd && shutdown(sv[0], SHUT_RD) < 0)
+		TU_FAIL_AT(file, line, "shutdown: %s", strerror(errno));
 	const char *argv[32];
 	int a = 0;
 	static const char *const none[] = { "--backend", "none", NULL };

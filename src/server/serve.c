@@ -821,11 +821,15 @@ int ur_host_run(struct ur_host *h)
 			if (!s->broken && (available(s) || s->broken))
 				work = 1;
 		if (!work) {
+			int gone = 0;
 			for (struct ur_server *s = h->rings; s; s = s->next) {
 				s->n_sleep++;
 				ur_store_relaxed(&s->sq->owner_cpu, 0);   /* asleep: nobody to yield to */
+				gone |= s->gone;
 			}
-			host_poll(h, sleep_ms(h->rings));
+			/* A ring known gone (its hello could not be sent) is dropped
+			 * now: its socket may never wake the sleep. */
+			host_poll(h, gone ? 0 : sleep_ms(h->rings));
 			last_check = now_ns();
 		}
 		for (struct ur_server *s = h->rings; s; s = s->next) {
