@@ -5,7 +5,9 @@
  * to sync; after a failed metadata write the mount refuses further changes
  * with -EIO (writes, creates, truncates, fsync; docs/FORMAT.md "Errors") while
  * reads through open handles go on; unmount reports the error; and the image on the device still
- * mounts clean with every file that was fsynced before the failure. */
+ * mounts clean with every file that was fsynced before the failure. Also where the failure
+ * comes inside other calls: the sync a commit makes before it reuses the journal's slots
+ * (wrap) is -EIO and fails the mount. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@ struct edev {
 	struct sfs_dev d;
 	struct sfs_dev *mem;
 	int fail_sync, fail_write;       /* -EIO from now on while set */
+	int fail_syncs;                  /* -EIO for this many more syncs */
 	unsigned syncs;
 };
 
@@ -39,6 +42,10 @@ static int e_sync(struct sfs_dev *d)
 {
 	struct edev *e = (struct edev *)d;
 	e->syncs++;
+	if (e->fail_syncs > 0) {
+		e->fail_syncs--;
+		return -EIO;
+	}
 	return e->fail_sync ? -EIO : e->mem->sync(e->mem);
 }
 
@@ -48,6 +55,8 @@ static void e_close(struct sfs_dev *d)
 }
 
 static struct edev dev;
+
+extern unsigned sfs_debug_jcap;   /* src/sfs test knob (src/sfs/meta.c): the journal's slots */
 
 static struct sfs *mount_edev(void)
 {
@@ -132,6 +141,34 @@ int main(void)
 	char err[256] = "";
 	CHECK_EQ(sfs_fsck_dev(&dev.d, 0, &res, NULL, NULL, err, sizeof err), 0);
 	CHECK_EQ(res.errors_found, 0);
+
+	/* 5. the sync before a commit reuses the journal's slots (a 4-slot journal:
+	 *    each create's commit takes one) fails once: the fsync says so and the
+	 *    mount is failed, at every count of good commits before it */
+	for (int k = 0; k <= 9; k++) {
+		char name[16];
+		CHECK_EQ(sfs_format_dev(&dev.d, 0), 0);
+		sfs_debug_jcap = 4;
+		fs = mount_edev();
+		sfs_debug_jcap = 0;
+		for (int i = 0; i <= k; i++) {
+			snprintf(name, sizeof name, "w%d", i);
+			fd = sfs_file_open(fs, name, SFS_O_CREAT);
+			CHECK(fd >= 0);
+			if (i == k)
+				dev.fail_syncs = 1;
+			int r = sfs_file_fsync(fs, fd);
+			if (i < k)
+				CHECK_EQ(r, 0);
+			else if (r != -EIO)
+				FAIL("after %d commits, a failed sync: fsync gave %d, not -EIO", k, r);
+			sfs_file_close(fs, fd);
+		}
+		dev.fail_syncs = 0;
+		CHECK_EQ(sfs_file_open(fs, "after", SFS_O_CREAT), -EIO);
+		CHECK(sfs_unmount(fs) < 0);
+	}
+
 	sfs_dev_free(dev.mem);
 	printf("ok\n");
 	return 0;
