@@ -7,7 +7,8 @@
  * reads through open handles go on; unmount reports the error; and the image on the device still
  * mounts clean with every file that was fsynced before the failure. Also where the failure
  * comes inside other calls: the sync a commit makes before it reuses the journal's slots
- * (wrap) is -EIO and fails the mount. */
+ * (wrap), and the commit a truncate makes because the transaction is full: each is -EIO
+ * and fails the mount. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,35 @@ int main(void)
 		CHECK_EQ(sfs_file_open(fs, "after", SFS_O_CREAT), -EIO);
 		CHECK(sfs_unmount(fs) < 0);
 	}
+
+	/* 6. a truncate whose transaction is full commits first; that commit fails:
+	 *    -EIO, never 0 (94 creates dirty directory blocks 0..3 of a 4-slot
+	 *    journal without committing; the truncate grows "t0", no blocks freed) */
+	CHECK_EQ(sfs_format_dev(&dev.d, 124), 0);
+	sfs_debug_jcap = 4;
+	fs = mount_edev();
+	sfs_debug_jcap = 0;
+	int t0 = -1;
+	unsigned s1 = dev.syncs;
+	for (int i = 0; i <= 93; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "t%d", i);
+		fd = sfs_file_open(fs, name, SFS_O_CREAT);
+		CHECK(fd >= 0);
+		if (i == 0)
+			t0 = fd;
+		else
+			sfs_file_close(fs, fd);
+	}
+	CHECK_EQ(dev.syncs, s1);                  /* nothing committed yet */
+	dev.fail_sync = 1;
+	CHECK_EQ(sfs_file_truncate(fs, t0, 10), -EIO);
+	CHECK(dev.syncs > s1);                    /* it did commit */
+	dev.fail_sync = 0;
+	CHECK_EQ(sfs_file_truncate(fs, t0, 20), -EIO);
+	sfs_file_close(fs, t0);
+	CHECK(sfs_unmount(fs) < 0);
+
 
 	sfs_dev_free(dev.mem);
 	printf("ok\n");
