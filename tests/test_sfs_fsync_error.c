@@ -7,8 +7,9 @@
  * reads through open handles go on; unmount reports the error; and the image on the device still
  * mounts clean with every file that was fsynced before the failure. Also where the failure
  * comes inside other calls: the sync a commit makes before it reuses the journal's slots
- * (wrap), and the commit a truncate makes because the transaction is full: each is -EIO
- * and fails the mount. */
+ * (wrap), the commit a truncate makes because the transaction is full, and an O_DIRECT
+ * device's unaligned data write (read-modify-write): each is -EIO, and the first two fail
+ * the mount. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +199,24 @@ int main(void)
 	sfs_file_close(fs, t0);
 	CHECK(sfs_unmount(fs) < 0);
 
+	/* 7. an O_DIRECT device: an unaligned write is a read-modify-write of whole
+	 *    blocks; its failed write is -EIO, and the bytes read back unchanged */
+	CHECK_EQ(sfs_format_dev(&dev.d, 0), 0);
+	dev.d.direct = 1;
+	fs = mount_edev();
+	fd = sfs_file_open(fs, "d", SFS_O_CREAT);
+	CHECK(fd >= 0);
+	memset(buf, 'd', sizeof buf);
+	CHECK_EQ(sfs_file_pwrite(fs, fd, buf, sizeof buf, 0), (long long)sizeof buf);
+	CHECK_EQ(sfs_file_fsync(fs, fd), 0);
+	dev.fail_write = 1;
+	CHECK_EQ(sfs_file_pwrite(fs, fd, "XYZ", 3, 4095), -EIO);
+	dev.fail_write = 0;
+	CHECK_EQ(sfs_file_pread(fs, fd, got, sizeof got, 0), (long long)sizeof got);
+	CHECK(memcmp(got, buf, sizeof got) == 0);
+	sfs_file_close(fs, fd);
+	sfs_unmount(fs);
+	dev.d.direct = 0;
 
 	sfs_dev_free(dev.mem);
 	printf("ok\n");
