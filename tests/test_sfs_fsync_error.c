@@ -9,7 +9,7 @@
  * comes inside other calls: the sync a commit makes before it reuses the journal's slots
  * (wrap), the commit a truncate makes because the transaction is full, and an O_DIRECT
  * device's unaligned data write (read-modify-write): each is -EIO, and the first two fail
- * the mount. */
+ * the mount. A format whose n-th write fails returns the error, whichever n. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +217,25 @@ int main(void)
 	sfs_file_close(fs, fd);
 	sfs_unmount(fs);
 	dev.d.direct = 0;
+
+	/* 8. a format whose n-th write fails returns the error (ENOSPC, as a full
+	 *    host disk would give), for every n until one writes all it must */
+	struct sfs_dev *ed = sfs_errdev_new(dev.mem, 0);
+	CHECK(ed != NULL);
+	for (uint64_t n = 1;; n++) {
+		uint64_t inj = sfs_errdev_injected(ed);
+		sfs_errdev_arm(ed, SFS_ERR_WRITE, n, 1, -ENOSPC);
+		int r = sfs_format_dev(ed, 0);
+		if (sfs_errdev_injected(ed) == inj) {
+			CHECK_EQ(r, 0);
+			CHECK(n > 4);   /* journal header, FAT, directory, the superblocks */
+			break;
+		}
+		if (r != -ENOSPC)
+			FAIL("format with its write %llu refused: %d, not -ENOSPC", (unsigned long long)n, r);
+	}
+	sfs_errdev_arm(ed, 0, 0, 0, 0);
+	sfs_dev_free(ed);
 
 	sfs_dev_free(dev.mem);
 	printf("ok\n");
