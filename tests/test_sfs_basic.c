@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Description: SimpleFS basics - format, mount, create/write/read/seek/pread/pwrite,
  * remount persistence, stat, statfs, readdir, unlink (also while open), truncate,
- * holes, lock (-EBUSY naming the pid), fsck clean, memory device, reused blocks read
- * as zeros, O_DIRECT mounts (unaligned I/O), classic API, a NULL fs (-EINVAL), a
- * transaction committed only when it would exceed the journal's capacity, a
- * create refused by a full directory writing nothing. */
+ * holes, lock (-EBUSY naming the pid), fsck clean, memory device (its range and
+ * write count), reused blocks read as zeros, O_DIRECT mounts (unaligned I/O), classic
+ * API, a NULL fs (-EINVAL), a transaction committed only when it would exceed the
+ * journal's capacity, a create refused by a full directory writing nothing. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,7 +312,20 @@ static void test_memdev(void)
 {
 	struct sfs_dev *dev = sfs_memdev_new(NULL, 0, 2u << 20);
 	REQUIRE(dev);
+	CHECK(sfs_faultdev_writes(dev) == 0);   /* a memory device counts its writes too */
+	/* its range, as a device's: up to its end (0 bytes at the end too), not past it */
+	unsigned char c = 'e';
+	CHECK(dev->pwrite(dev, &c, 1, dev->size - 1) == 0);
+	CHECK(dev->pwrite(dev, &c, 0, dev->size) == 0);
+	CHECK(dev->pwrite(dev, &c, 1, dev->size) == -EIO);
+	CHECK(dev->pread(dev, &c, 0, dev->size) == 0);
+	CHECK(dev->pread(dev, &c, 1, dev->size) == -EIO);
+	c = 0;
+	CHECK(dev->pread(dev, &c, 1, dev->size - 1) == 0 && c == 'e');
+	CHECK(sfs_faultdev_writes(dev) == 2);
 	REQUIRE(sfs_format_dev(dev, 1024) == 0);
+	uint64_t w = sfs_faultdev_writes(dev);
+	CHECK(w > 0);
 	struct sfs *fs;
 	char err[256];
 	REQUIRE(sfs_mount_dev(dev, 0, 0, &fs, err, sizeof err) == 0);
@@ -324,6 +337,7 @@ static void test_memdev(void)
 	pattern(a, sizeof a, 3);
 	CHECK(sfs_file_pwrite(fs, fd, a, sizeof a, 0) == (ssize_t)sizeof a);
 	CHECK(sfs_unmount(fs) == 0);
+	CHECK(sfs_faultdev_writes(dev) > w);
 	struct sfs_fsck_result res;
 	CHECK(sfs_fsck_dev(dev, 0, &res, NULL, NULL, err, sizeof err) == 0 && res.errors_found == 0);
 	REQUIRE(sfs_mount_dev(dev, SFS_MOUNT_RDONLY, 1, &fs, err, sizeof err) == 0);
