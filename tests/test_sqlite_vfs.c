@@ -642,6 +642,39 @@ static void shm_locks(void)
 	free(g);
 }
 
+/* SQLite's SHARED on the unix VFS's bytes: another owner's exclusive lock on
+ * PENDING, or on the SHARED range alone (a plain channel of this process: the
+ * same lock table), keeps it off with SQLITE_BUSY, and the handle then holds
+ * nothing (the channel's exclusive lock over both is granted). */
+static void shared_kept_off(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs);
+	const uint64_t pending = 0x40000000u;
+	const uint64_t pos[2] = { pending, pending + 2 }, len[2] = { 1, 510 };
+	int out = 0;
+	CHECK_EQ(vfs->xOpen(vfs, "sh.db", f, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			    SQLITE_OPEN_MAIN_DB, &out), SQLITE_OK);
+	struct urch_opts o = { .image = "t.sfs" };
+	struct urch *ch;
+	CHECK_EQ(urch_open_opts("sh.db", 0, URCH_UR, &o, &ch), 0);
+	for (int k = 0; k < 2; k++) {
+		CHECK_EQ(urch_try_lock(ch, pos[k], len[k], 0), 0);
+		CHECK_EQ(f->pMethods->xLock(f, SQLITE_LOCK_SHARED), SQLITE_BUSY);
+		CHECK_EQ(urch_unlock(ch, pos[k], len[k]), 0);
+		CHECK_EQ(urch_try_lock(ch, pending, 512, 0), 0);
+		CHECK_EQ(urch_unlock(ch, pending, 512), 0);
+		CHECK_EQ(f->pMethods->xLock(f, SQLITE_LOCK_SHARED), SQLITE_OK);
+		CHECK_EQ(urch_try_lock(ch, pending + 2, 510, 0), -EAGAIN);
+		CHECK_EQ(f->pMethods->xUnlock(f, SQLITE_LOCK_NONE), SQLITE_OK);
+	}
+	urch_close(ch);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "sh.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+}
+
 /* Past 32 MiB pending the bytes go to the server (SQLITE.md): on an image too
  * small for them, the write that sent them says SQLITE_FULL (not only the
  * next xSync); the bytes stay pending. */
@@ -808,6 +841,7 @@ int main(void)
 	adjacent_writes();
 	merged_flush();
 	shm_locks();
+	shared_kept_off();
 	full_at_write();
 	journal_and_locks();
 	images();
