@@ -56,8 +56,10 @@ char *__realpath_chk(const char *restrict path, char *restrict resolved, size_t 
 }
 
 /* Calls of urch_read in the process (the VFS reads the file itself with it;
- * libur_fs's definition comes after this one). */
+ * libur_fs's definition comes after this one). read_cap (when not 0) makes
+ * each one short, at most that many bytes, as ur_chan.h allows. */
 static int urch_reads;
+static size_t read_cap;
 
 int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
 {
@@ -65,7 +67,7 @@ int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
 	if (!next)
 		*(void **)&next = dlsym(RTLD_NEXT, "urch_read");
 	__atomic_add_fetch(&urch_reads, 1, __ATOMIC_RELAXED);
-	return next(ch, buf, len, pos);
+	return next(ch, buf, read_cap && len > read_cap ? read_cap : len, pos);
 }
 
 /* The ops of the last batch the VFS sent with its FSYNC (xSync: ov_flush),
@@ -512,11 +514,23 @@ static void held_around_gap(void)
 	CHECK_EQ(f->pMethods->xWrite(f, a, sizeof(a), 0), SQLITE_OK);
 	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);     /* sent; nothing held */
 	CHECK_EQ(vfs->xOpen(vfs, "gap.db", f, fl, &out), SQLITE_OK);
+	/* The channel's reads may be short: the VFS asks again for the rest,
+	 * and only for the rest (5 reads of at most 1000 bytes, no sixth). */
+	int n0 = urch_reads;
+	read_cap = 1000;
 	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 0), SQLITE_OK);      /* held: chunk 0 */
+	read_cap = 0;
+	CHECK_EQ(urch_reads - n0, 5);
+	CHECK(!memcmp(b, a, 4096));
 	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 8192), SQLITE_OK);   /* and chunk 2 */
 	memset(b, 0xEE, sizeof(b));
 	CHECK_EQ(f->pMethods->xRead(f, b, sizeof(b), 0), SQLITE_OK);
 	CHECK(!memcmp(b, a, sizeof(b)));
+	/* All three held now: a read across a chunk's end reads nothing. */
+	n0 = urch_reads;
+	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 2048), SQLITE_OK);
+	CHECK_EQ(urch_reads, n0);
+	CHECK(!memcmp(b, a + 2048, 4096));
 	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
 	CHECK_EQ(vfs->xDelete(vfs, "gap.db", 0), SQLITE_OK);
 	unsetenv("SFS_IMAGE");
