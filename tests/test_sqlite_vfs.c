@@ -70,6 +70,19 @@ int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
 	return next(ch, buf, read_cap && len > read_cap ? read_cap : len, pos);
 }
 
+/* Channels opened in the process (each a round trip to the server). */
+static int urch_opens;
+
+int urch_open_opts(const char *name, unsigned flags, int engine, const struct urch_opts *o,
+		   struct urch **out)
+{
+	static int (*next)(const char *, unsigned, int, const struct urch_opts *, struct urch **);
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "urch_open_opts");
+	__atomic_add_fetch(&urch_opens, 1, __ATOMIC_RELAXED);
+	return next(name, flags, engine, o, out);
+}
+
 /* The ops of the last batch the VFS sent with its FSYNC (xSync: ov_flush),
  * kept as they were given; libur_fs's definition comes after this one. */
 static struct urch_op last_ops[64];
@@ -743,8 +756,10 @@ static void journal_and_locks(void)
 	CHECK_EQ(vfs->xAccess(vfs, "lk.db-journal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
 	CHECK_EQ(res, 0);
 	exec_ok(a, "BEGIN IMMEDIATE; INSERT INTO k VALUES(2)");
+	int opens = urch_opens;      /* pending bytes: answered from the node */
 	CHECK_EQ(vfs->xAccess(vfs, "lk.db-journal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
 	CHECK_EQ(res, 1);
+	CHECK_EQ(urch_opens, opens);
 	CHECK_EQ(sqlite3_exec(b, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_BUSY);
 	CHECK_EQ(q_int(b, "SELECT count(*) FROM k"), 1);     /* a reader still reads */
 	exec_ok(a, "COMMIT");
