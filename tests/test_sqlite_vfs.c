@@ -286,6 +286,9 @@ static void file_round(void)
 	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 0);
 	/* xSync: now the file inside the image has them. */
 	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_OK);
+	nomem = 1;      /* nothing pending: only the FSYNC goes, no batch to build */
+	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_OK);
+	nomem = 0;
 	memset(b, 0xEE, sizeof(b));
 	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 12000);
 	CHECK(!memcmp(b + 100, a, 5000) && !memcmp(b + 6000, a + 6000, 100) &&
