@@ -57,8 +57,9 @@ char *__realpath_chk(const char *restrict path, char *restrict resolved, size_t 
 
 /* Calls of urch_read in the process (the VFS reads the file itself with it;
  * libur_fs's definition comes after this one). read_cap (when not 0) makes
- * each one short, at most that many bytes, as ur_chan.h allows. */
-static int urch_reads;
+ * each one short, at most that many bytes, as ur_chan.h allows; read_err
+ * (when not 0) fails each one with it. */
+static int urch_reads, read_err;
 static size_t read_cap;
 
 int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
@@ -67,6 +68,8 @@ int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
 	if (!next)
 		*(void **)&next = dlsym(RTLD_NEXT, "urch_read");
 	__atomic_add_fetch(&urch_reads, 1, __ATOMIC_RELAXED);
+	if (read_err)
+		return read_err;
 	return next(ch, buf, read_cap && len > read_cap ? read_cap : len, pos);
 }
 
@@ -571,6 +574,14 @@ static void adjacent_writes(void)
 	CHECK_EQ(urch_reads, n0);
 	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 500), SQLITE_OK);
 	CHECK(!memcmp(b, a + 500, 2000));
+	/* A gap whose read fails: the write fails, the held bytes unchanged. */
+	read_err = -EIO;
+	CHECK_EQ(f->pMethods->xWrite(f, a + 3000, 10, 3000), SQLITE_IOERR_WRITE);
+	read_err = 0;
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 500), SQLITE_OK);
+	CHECK(!memcmp(b, a + 500, 2000));
+	n0 = urch_reads;
 	CHECK_EQ(f->pMethods->xWrite(f, a + 3000, 10, 3000), SQLITE_OK);    /* a gap: read */
 	CHECK(urch_reads > n0);
 	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
