@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* Description: the "urfs" VFS's memory (src/sqlite/urfs_vfs.c), at the file
+ * level: the clean chunks a file keeps are bounded (SQLITE.md, The cache: at
+ * most 4096, 16 MiB; reading 24 MiB grows the heap by less than 18 MiB) and
+ * the pending bytes outlive the drop of the clean ones; whole chunks read
+ * from the file are kept while bytes past them are pending.
+ * Must never: assert a speed (the heap is measured, not the time). */
+#include <dlfcn.h>
+#include <malloc.h>
+#include <sqlite3.h>
+#include <stdio.h>
+
+#include "testutil.h"
+#include "ur_chan.h"
+#include "../src/sqlite/urfs_sqlite.h"
+
+/* Bytes of the heap in use (glibc's arenas and its mmapped chunks). */
+static long long heap_used(void)
+{
+	struct mallinfo2 m = mallinfo2();
+	return (long long)(m.uordblks + m.hblkhd);
+}
+
+/* Calls of urch_read (libur_fs's definition comes after this one). */
+static int reads;
+
+int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
+{
+	static int64_t (*next)(struct urch *, void *, size_t, uint64_t);
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "urch_read");
+	__atomic_add_fetch(&reads, 1, __ATOMIC_RELAXED);
+	return next(ch, buf, len, pos);
+}
+
+static sqlite3_file *open_file(sqlite3_vfs *vfs, const char *name)
+{
+	sqlite3_file *f = calloc(1, (size_t)vfs->szOsFile);
+	int out = 0;
+	CHECK(f != NULL);
+	CHECK_EQ(vfs->xOpen(vfs, name, f, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			    SQLITE_OPEN_MAIN_DB, &out), SQLITE_OK);
+	return f;
+}
+
+static void close_file(sqlite3_file *f)
+{
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	free(f);
+}
+
+/* 24 MiB read in 1 MiB pieces keeps at most 4096 clean chunks: the heap grows
+ * by less than 18 MiB; a pending write is still read back after the clean
+ * chunks around it were dropped, and the bytes read are the file's. */
+static void clean_bounded(sqlite3_vfs *vfs)
+{
+	const size_t M = 1u << 20;
+	unsigned char *a = malloc(M), *b = malloc(M);
+	CHECK(a && b);
+	sqlite3_file *f = open_file(vfs, "big.db");
+	for (unsigned i = 0; i < 24; i++) {
+		memset(a, (int)(i + 1), M);
+		CHECK_EQ(f->pMethods->xWrite(f, a, (int)M, (sqlite3_int64)i * M), SQLITE_OK);
+	}
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	close_file(f);                      /* the last handle: nothing held */
+	f = open_file(vfs, "big.db");
+	memset(a, 0x5A, 100);
+	CHECK_EQ(f->pMethods->xWrite(f, a, 100, (sqlite3_int64)(30 * M)), SQLITE_OK);
+	long long before = heap_used();
+	for (unsigned i = 0; i < 24; i++) {
+		CHECK_EQ(f->pMethods->xRead(f, b, (int)M, (sqlite3_int64)i * M), SQLITE_OK);
+		if (b[0] != i + 1 || b[M - 1] != i + 1)
+			FAIL("MiB %u read back as %u..%u", i, b[0], b[M - 1]);
+	}
+	long long grown = heap_used() - before;
+	if (grown >= 18ll << 20)
+		FAIL("24 MiB read: the heap grew by %lld KiB (at most 4096 clean chunks: < 18 MiB)",
+		     grown >> 10);
+	/* The last MiB read is held (the file gave all of it, though bytes
+	 * past it are pending): read again, it costs no read of the file. */
+	int n0 = reads;
+	CHECK_EQ(f->pMethods->xRead(f, b, (int)M, (sqlite3_int64)23 * M), SQLITE_OK);
+	CHECK_EQ(reads, n0);
+	CHECK(b[0] == 24 && b[M - 1] == 24);
+	memset(b, 0, 100);
+	CHECK_EQ(f->pMethods->xRead(f, b, 100, (sqlite3_int64)(30 * M)), SQLITE_OK);
+	CHECK(b[0] == 0x5A && b[99] == 0x5A);
+	CHECK_EQ(f->pMethods->xTruncate(f, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	close_file(f);
+	CHECK_EQ(vfs->xDelete(vfs, "big.db", 0), SQLITE_OK);
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
+	sqlite3_vfs *vfs = sqlite3_vfs_find("urfs");
+	CHECK(vfs != NULL);
+	CHECK_EQ(sfs_format("m.sfs", 128u << 20, 64), 0);
+	setenv("SFS_IMAGE", "m.sfs", 1);
+	clean_bounded(vfs);
+	FSCK_CLEAN("m.sfs");
+	printf("ok\n");
+	return 0;
+}
