@@ -2,13 +2,15 @@
 /* Description: the "urfs" VFS's memory (src/sqlite/urfs_vfs.c), at the file
  * level: the clean chunks a file keeps are bounded (SQLITE.md, The cache: at
  * most 4096, 16 MiB; reading 24 MiB grows the heap by less than 18 MiB) and
- * the pending bytes outlive the drop of the clean ones; whole chunks read
- * from the file are kept while bytes past them are pending.
+ * the pending bytes outlive the drop of the clean ones; the WAL index's
+ * regions are freed when its last handle unmaps it, and an xSync's batch
+ * leaves nothing behind (the heap flat over rounds of each).
  * Must never: assert a speed (the heap is measured, not the time). */
 #include <dlfcn.h>
 #include <malloc.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "ur_chan.h"
@@ -94,6 +96,47 @@ static void clean_bounded(sqlite3_vfs *vfs)
 	free(b);
 }
 
+/* A round: the WAL index mapped (4 regions of 32 KiB) and unmapped by its
+ * only handle, 10 times; an xSync of 1024 lone pending pieces; a file
+ * written, cut by a truncate and closed (its node freed). */
+static void map_and_sync(sqlite3_vfs *vfs, sqlite3_file *f)
+{
+	static const char piece[8] = "pending";
+	sqlite3_file *g = open_file(vfs, "flat2.db");
+	CHECK_EQ(g->pMethods->xWrite(g, piece, 8, 4 * 4096), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xWrite(g, piece, 8, 0), SQLITE_OK);
+	CHECK_EQ(g->pMethods->xTruncate(g, 4096), SQLITE_OK);
+	close_file(g);
+	for (int k = 0; k < 10; k++) {
+		void volatile *p = NULL;
+		for (int i = 0; i < 4; i++) {
+			CHECK_EQ(f->pMethods->xShmMap(f, i, 32768, 1, &p), SQLITE_OK);
+			CHECK(p != NULL);
+		}
+		CHECK_EQ(f->pMethods->xShmUnmap(f, 0), SQLITE_OK);
+	}
+	for (int i = 0; i < 1024; i++)
+		CHECK_EQ(f->pMethods->xWrite(f, piece, 8, (sqlite3_int64)i * 8192), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+}
+
+/* The heap is flat over 40 rounds (after one that allocates the chunks). */
+static void flat_heap(sqlite3_vfs *vfs)
+{
+	sqlite3_file *f = open_file(vfs, "flat.db");
+	map_and_sync(vfs, f);
+	long long before = heap_used();
+	for (int round = 0; round < 40; round++)
+		map_and_sync(vfs, f);
+	long long grown = heap_used() - before;
+	if (grown >= 16 * 1024)
+		FAIL("40 rounds of WAL-index maps, xSyncs and files closed: the heap grew by %lld bytes",
+		     grown);
+	close_file(f);
+	CHECK_EQ(vfs->xDelete(vfs, "flat.db", 0), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "flat2.db", 0), SQLITE_OK);
+}
+
 int main(void)
 {
 	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
@@ -102,6 +145,7 @@ int main(void)
 	CHECK_EQ(sfs_format("m.sfs", 128u << 20, 64), 0);
 	setenv("SFS_IMAGE", "m.sfs", 1);
 	clean_bounded(vfs);
+	flat_heap(vfs);
 	FSCK_CLEAN("m.sfs");
 	printf("ok\n");
 	return 0;
