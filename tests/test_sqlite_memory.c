@@ -4,10 +4,13 @@
  * most 4096, 16 MiB; reading 24 MiB grows the heap by less than 18 MiB) and
  * the pending bytes outlive the drop of the clean ones; the WAL index's
  * regions are freed when its last handle unmaps it, and an xSync's batch
- * leaves nothing behind (the heap flat over rounds of each).
+ * leaves nothing behind (the heap flat over rounds of each); a handle's
+ * xShmMap waits while another handle's read holds the file's node (a read
+ * held inside the channel by this test).
  * Must never: assert a speed (the heap is measured, not the time). */
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -23,15 +26,26 @@ static long long heap_used(void)
 	return (long long)(m.uordblks + m.hblkhd);
 }
 
-/* Calls of urch_read (libur_fs's definition comes after this one). */
-static int reads;
+/* urch_read, held at a gate while gate_on: the reader sets in_read and waits
+ * until gate_on is cleared (libur_fs's definition comes after this one). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_on, in_read, reads;   /* reads: urch_read calls */
 
 int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
 {
 	static int64_t (*next)(struct urch *, void *, size_t, uint64_t);
 	if (!next)
 		*(void **)&next = dlsym(RTLD_NEXT, "urch_read");
-	__atomic_add_fetch(&reads, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&gate_mu);
+	reads++;
+	if (gate_on) {
+		__atomic_store_n(&in_read, 1, __ATOMIC_SEQ_CST);
+		while (gate_on)
+			pthread_cond_wait(&gate_cv, &gate_mu);
+		__atomic_store_n(&in_read, 0, __ATOMIC_SEQ_CST);
+	}
+	pthread_mutex_unlock(&gate_mu);
 	return next(ch, buf, len, pos);
 }
 
@@ -137,6 +151,84 @@ static void flat_heap(sqlite3_vfs *vfs)
 	CHECK_EQ(vfs->xDelete(vfs, "flat2.db", 0), SQLITE_OK);
 }
 
+/* While handle f's read holds the node (inside the channel, at the gate),
+ * handle g's xShmMap waits for it: it returns only after the read left. */
+struct mapper {
+	sqlite3_file *g;
+	pid_t tid;
+	int started, done, saw_read;
+};
+
+static void *map_region(void *arg)
+{
+	struct mapper *m = arg;
+	void volatile *p = NULL;
+	__atomic_store_n(&m->tid, gettid(), __ATOMIC_SEQ_CST);
+	__atomic_store_n(&m->started, 1, __ATOMIC_SEQ_CST);
+	CHECK_EQ(m->g->pMethods->xShmMap(m->g, 0, 32768, 1, &p), SQLITE_OK);
+	m->saw_read = __atomic_load_n(&in_read, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&m->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void *read_one(void *arg)
+{
+	sqlite3_file *f = arg;
+	unsigned char b[100];
+	int rc = f->pMethods->xRead(f, b, sizeof(b), 0);
+	CHECK(rc == SQLITE_OK || rc == SQLITE_IOERR_SHORT_READ);
+	return NULL;
+}
+
+/* The thread's state letter from /proc (S: asleep, here on the node's mutex). */
+static char task_state(pid_t tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return '?';
+	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	const char *e = strrchr(buf, ')');
+	return e && e[1] == ' ' ? e[2] : '?';
+}
+
+static void map_waits_for_read(sqlite3_vfs *vfs)
+{
+	sqlite3_file *f = open_file(vfs, "gate.db"), *g = open_file(vfs, "gate.db");
+	struct mapper m = { .g = g };
+	pthread_t rt, mt;
+	pthread_mutex_lock(&gate_mu);
+	gate_on = 1;
+	pthread_mutex_unlock(&gate_mu);
+	CHECK_EQ(pthread_create(&rt, NULL, read_one, f), 0);
+	while (!__atomic_load_n(&in_read, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	CHECK_EQ(pthread_create(&mt, NULL, map_region, &m), 0);
+	/* Until the mapper is done or asleep (on the node's mutex). */
+	for (int i = 0; i < 20000; i++) {
+		if (__atomic_load_n(&m.done, __ATOMIC_SEQ_CST))
+			break;
+		if (__atomic_load_n(&m.started, __ATOMIC_SEQ_CST) && task_state(m.tid) == 'S')
+			break;
+		usleep(1000);
+	}
+	pthread_mutex_lock(&gate_mu);
+	gate_on = 0;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+	CHECK_EQ(pthread_join(rt, NULL), 0);
+	CHECK_EQ(pthread_join(mt, NULL), 0);
+	if (m.saw_read)
+		FAIL("xShmMap returned while another handle's read held the node");
+	CHECK_EQ(g->pMethods->xShmUnmap(g, 1), SQLITE_OK);
+	close_file(f);
+	close_file(g);
+	CHECK_EQ(vfs->xDelete(vfs, "gate.db", 0), SQLITE_OK);
+}
+
 int main(void)
 {
 	CHECK_EQ(urfs_sqlite_register(0), SQLITE_OK);
@@ -146,6 +238,7 @@ int main(void)
 	setenv("SFS_IMAGE", "m.sfs", 1);
 	clean_bounded(vfs);
 	flat_heap(vfs);
+	map_waits_for_read(vfs);
 	FSCK_CLEAN("m.sfs");
 	printf("ok\n");
 	return 0;
