@@ -5,14 +5,18 @@
  * integrity_check; at the file level: writes stay pending (the file inside
  * the image is unchanged) until xSync, reads and a second handle see the
  * pending bytes, xSync puts them in the file (one without memory for its
- * batch fails and leaves them pending), truncate cuts pending and
- * cached bytes, a read over held chunks around one not held, writes that
- * meet the held bytes reading nothing from the file, the pending bytes of
- * consecutive chunks sent as one op at xSync (up to 1 MiB), short reads
- * (also across the end, from the server); delete-on-close files;
- * xAccess/xDelete of journals, names that are only "-journal" or "-wal", the
- * known-absent journal answered from the node (no realpath); xDlError; locks
- * between two connections of the process in both modes; another process
+ * batch fails and leaves them pending; one with nothing pending needs no
+ * memory), truncate cuts pending and cached bytes, a read over held chunks
+ * around one not held, short channel reads asked again for the rest (and
+ * only for it), a held read across a chunk's end reading nothing, writes
+ * that meet the held bytes reading nothing from the file, a gap whose read
+ * fails failing its write, the pending bytes of consecutive chunks sent as
+ * one op at xSync (up to 1 MiB), short reads (also across the end, from the
+ * server); delete-on-close files; xAccess/xDelete of journals, names that
+ * are only "-journal" or "-wal", the known-absent journal answered from the
+ * node (no realpath), a pending one with no channel opened; xDlError;
+ * SHARED refused while another owner holds PENDING or the SHARED range
+ * exclusively; locks between two connections of the process in both modes; another process
  * cannot open a channel on the image while the VFS uses it; the image from
  * the URI or $SFS_IMAGE; names the image cannot hold are refused (by
  * xFullPathname and by xOpen); the WAL index's regions (several, shared by
