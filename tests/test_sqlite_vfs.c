@@ -11,7 +11,8 @@
  * only for it), a held read across a chunk's end reading nothing, writes
  * that meet the held bytes reading nothing from the file, a gap whose read
  * fails failing its write, the pending bytes of consecutive chunks sent as
- * one op at xSync (up to 1 MiB), short reads (also across the end, from the
+ * one op at xSync (up to 1 MiB), a truncate into a chunk's pending bytes
+ * keeping those below it pending, short reads (also across the end, from the
  * server); delete-on-close files; xAccess/xDelete of journals, names that
  * are only "-journal" or "-wal", the known-absent journal answered from the
  * node (no realpath), a pending one with no channel opened; xDlError;
@@ -631,6 +632,16 @@ static void merged_flush(void)
 	CHECK(!memcmp(a + 1000, b, 500));
 	CHECK_EQ(chan_read("merge.db", b, 2 * C, 330 * C), (int64_t)(2 * C));
 	CHECK(!memcmp(a, b, 2 * C));
+	/* A truncate into a chunk's pending bytes keeps those below the new
+	 * size pending: xSync sends them. */
+	fill(b, C, 77);
+	CHECK_EQ(vfs->xOpen(vfs, "merge.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, b, (int)C, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xTruncate(f, 2000), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(chan_read("merge.db", a, C, 0), 2000);
+	CHECK(!memcmp(a, b, 2000));
 	CHECK_EQ(vfs->xDelete(vfs, "merge.db", 0), SQLITE_OK);
 	unsetenv("SFS_IMAGE");
 	free(f);
