@@ -5,14 +5,19 @@
  * integrity_check; at the file level: writes stay pending (the file inside
  * the image is unchanged) until xSync, reads and a second handle see the
  * pending bytes, xSync puts them in the file (one without memory for its
- * batch fails and leaves them pending), truncate cuts pending and
- * cached bytes, a read over held chunks around one not held, writes that
- * meet the held bytes reading nothing from the file, the pending bytes of
- * consecutive chunks sent as one op at xSync (up to 1 MiB), short reads
- * (also across the end, from the server); delete-on-close files;
- * xAccess/xDelete of journals, names that are only "-journal" or "-wal", the
- * known-absent journal answered from the node (no realpath); xDlError; locks
- * between two connections of the process in both modes; another process
+ * batch fails and leaves them pending; one with nothing pending needs no
+ * memory), truncate cuts pending and cached bytes, a read over held chunks
+ * around one not held, short channel reads asked again for the rest (and
+ * only for it), a held read across a chunk's end reading nothing, writes
+ * that meet the held bytes reading nothing from the file, a gap whose read
+ * fails failing its write, the pending bytes of consecutive chunks sent as
+ * one op at xSync (up to 1 MiB), a truncate into a chunk's pending bytes
+ * keeping those below it pending, short reads (also across the end, from the
+ * server); delete-on-close files; xAccess/xDelete of journals, names that
+ * are only "-journal" or "-wal", the known-absent journal answered from the
+ * node (no realpath), a pending one with no channel opened; xDlError;
+ * SHARED refused while another owner holds PENDING or the SHARED range
+ * exclusively; locks between two connections of the process in both modes; another process
  * cannot open a channel on the image while the VFS uses it; the image from
  * the URI or $SFS_IMAGE; names the image cannot hold are refused (by
  * xFullPathname and by xOpen); the WAL index's regions (several, shared by
@@ -56,8 +61,11 @@ char *__realpath_chk(const char *restrict path, char *restrict resolved, size_t 
 }
 
 /* Calls of urch_read in the process (the VFS reads the file itself with it;
- * libur_fs's definition comes after this one). */
-static int urch_reads;
+ * libur_fs's definition comes after this one). read_cap (when not 0) makes
+ * each one short, at most that many bytes, as ur_chan.h allows; read_err
+ * (when not 0) fails each one with it. */
+static int urch_reads, read_err;
+static size_t read_cap;
 
 int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
 {
@@ -65,7 +73,22 @@ int64_t urch_read(struct urch *ch, void *buf, size_t len, uint64_t pos)
 	if (!next)
 		*(void **)&next = dlsym(RTLD_NEXT, "urch_read");
 	__atomic_add_fetch(&urch_reads, 1, __ATOMIC_RELAXED);
-	return next(ch, buf, len, pos);
+	if (read_err)
+		return read_err;
+	return next(ch, buf, read_cap && len > read_cap ? read_cap : len, pos);
+}
+
+/* Channels opened in the process (each a round trip to the server). */
+static int urch_opens;
+
+int urch_open_opts(const char *name, unsigned flags, int engine, const struct urch_opts *o,
+		   struct urch **out)
+{
+	static int (*next)(const char *, unsigned, int, const struct urch_opts *, struct urch **);
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "urch_open_opts");
+	__atomic_add_fetch(&urch_opens, 1, __ATOMIC_RELAXED);
+	return next(name, flags, engine, o, out);
 }
 
 /* The ops of the last batch the VFS sent with its FSYNC (xSync: ov_flush),
@@ -271,6 +294,9 @@ static void file_round(void)
 	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 0);
 	/* xSync: now the file inside the image has them. */
 	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_OK);
+	nomem = 1;      /* nothing pending: only the FSYNC goes, no batch to build */
+	CHECK_EQ(g->pMethods->xSync(g, SQLITE_SYNC_FULL), SQLITE_OK);
+	nomem = 0;
 	memset(b, 0xEE, sizeof(b));
 	CHECK_EQ(chan_read("ov.db", b, sizeof(b), 0), 12000);
 	CHECK(!memcmp(b + 100, a, 5000) && !memcmp(b + 6000, a + 6000, 100) &&
@@ -512,11 +538,23 @@ static void held_around_gap(void)
 	CHECK_EQ(f->pMethods->xWrite(f, a, sizeof(a), 0), SQLITE_OK);
 	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);     /* sent; nothing held */
 	CHECK_EQ(vfs->xOpen(vfs, "gap.db", f, fl, &out), SQLITE_OK);
+	/* The channel's reads may be short: the VFS asks again for the rest,
+	 * and only for the rest (5 reads of at most 1000 bytes, no sixth). */
+	int n0 = urch_reads;
+	read_cap = 1000;
 	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 0), SQLITE_OK);      /* held: chunk 0 */
+	read_cap = 0;
+	CHECK_EQ(urch_reads - n0, 5);
+	CHECK(!memcmp(b, a, 4096));
 	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 8192), SQLITE_OK);   /* and chunk 2 */
 	memset(b, 0xEE, sizeof(b));
 	CHECK_EQ(f->pMethods->xRead(f, b, sizeof(b), 0), SQLITE_OK);
 	CHECK(!memcmp(b, a, sizeof(b)));
+	/* All three held now: a read across a chunk's end reads nothing. */
+	n0 = urch_reads;
+	CHECK_EQ(f->pMethods->xRead(f, b, 4096, 2048), SQLITE_OK);
+	CHECK_EQ(urch_reads, n0);
+	CHECK(!memcmp(b, a + 2048, 4096));
 	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
 	CHECK_EQ(vfs->xDelete(vfs, "gap.db", 0), SQLITE_OK);
 	unsetenv("SFS_IMAGE");
@@ -541,6 +579,14 @@ static void adjacent_writes(void)
 	CHECK_EQ(urch_reads, n0);
 	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 500), SQLITE_OK);
 	CHECK(!memcmp(b, a + 500, 2000));
+	/* A gap whose read fails: the write fails, the held bytes unchanged. */
+	read_err = -EIO;
+	CHECK_EQ(f->pMethods->xWrite(f, a + 3000, 10, 3000), SQLITE_IOERR_WRITE);
+	read_err = 0;
+	memset(b, 0xEE, sizeof(b));
+	CHECK_EQ(f->pMethods->xRead(f, b, 2000, 500), SQLITE_OK);
+	CHECK(!memcmp(b, a + 500, 2000));
+	n0 = urch_reads;
 	CHECK_EQ(f->pMethods->xWrite(f, a + 3000, 10, 3000), SQLITE_OK);    /* a gap: read */
 	CHECK(urch_reads > n0);
 	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
@@ -586,6 +632,16 @@ static void merged_flush(void)
 	CHECK(!memcmp(a + 1000, b, 500));
 	CHECK_EQ(chan_read("merge.db", b, 2 * C, 330 * C), (int64_t)(2 * C));
 	CHECK(!memcmp(a, b, 2 * C));
+	/* A truncate into a chunk's pending bytes keeps those below the new
+	 * size pending: xSync sends them. */
+	fill(b, C, 77);
+	CHECK_EQ(vfs->xOpen(vfs, "merge.db", f, fl, &out), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xWrite(f, b, (int)C, 0), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xTruncate(f, 2000), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(chan_read("merge.db", a, C, 0), 2000);
+	CHECK(!memcmp(a, b, 2000));
 	CHECK_EQ(vfs->xDelete(vfs, "merge.db", 0), SQLITE_OK);
 	unsetenv("SFS_IMAGE");
 	free(f);
@@ -642,6 +698,39 @@ static void shm_locks(void)
 	free(g);
 }
 
+/* SQLite's SHARED on the unix VFS's bytes: another owner's exclusive lock on
+ * PENDING, or on the SHARED range alone (a plain channel of this process: the
+ * same lock table), keeps it off with SQLITE_BUSY, and the handle then holds
+ * nothing (the channel's exclusive lock over both is granted). */
+static void shared_kept_off(void)
+{
+	sqlite3_vfs *vfs = file_level();
+	sqlite3_file *f = file_alloc(vfs);
+	const uint64_t pending = 0x40000000u;
+	const uint64_t pos[2] = { pending, pending + 2 }, len[2] = { 1, 510 };
+	int out = 0;
+	CHECK_EQ(vfs->xOpen(vfs, "sh.db", f, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			    SQLITE_OPEN_MAIN_DB, &out), SQLITE_OK);
+	struct urch_opts o = { .image = "t.sfs" };
+	struct urch *ch;
+	CHECK_EQ(urch_open_opts("sh.db", 0, URCH_UR, &o, &ch), 0);
+	for (int k = 0; k < 2; k++) {
+		CHECK_EQ(urch_try_lock(ch, pos[k], len[k], 0), 0);
+		CHECK_EQ(f->pMethods->xLock(f, SQLITE_LOCK_SHARED), SQLITE_BUSY);
+		CHECK_EQ(urch_unlock(ch, pos[k], len[k]), 0);
+		CHECK_EQ(urch_try_lock(ch, pending, 512, 0), 0);
+		CHECK_EQ(urch_unlock(ch, pending, 512), 0);
+		CHECK_EQ(f->pMethods->xLock(f, SQLITE_LOCK_SHARED), SQLITE_OK);
+		CHECK_EQ(urch_try_lock(ch, pending + 2, 510, 0), -EAGAIN);
+		CHECK_EQ(f->pMethods->xUnlock(f, SQLITE_LOCK_NONE), SQLITE_OK);
+	}
+	urch_close(ch);
+	CHECK_EQ(f->pMethods->xClose(f), SQLITE_OK);
+	CHECK_EQ(vfs->xDelete(vfs, "sh.db", 0), SQLITE_OK);
+	unsetenv("SFS_IMAGE");
+	free(f);
+}
+
 /* Past 32 MiB pending the bytes go to the server (SQLITE.md): on an image too
  * small for them, the write that sent them says SQLITE_FULL (not only the
  * next xSync); the bytes stay pending. */
@@ -696,8 +785,10 @@ static void journal_and_locks(void)
 	CHECK_EQ(vfs->xAccess(vfs, "lk.db-journal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
 	CHECK_EQ(res, 0);
 	exec_ok(a, "BEGIN IMMEDIATE; INSERT INTO k VALUES(2)");
+	int opens = urch_opens;      /* pending bytes: answered from the node */
 	CHECK_EQ(vfs->xAccess(vfs, "lk.db-journal", SQLITE_ACCESS_EXISTS, &res), SQLITE_OK);
 	CHECK_EQ(res, 1);
+	CHECK_EQ(urch_opens, opens);
 	CHECK_EQ(sqlite3_exec(b, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_BUSY);
 	CHECK_EQ(q_int(b, "SELECT count(*) FROM k"), 1);     /* a reader still reads */
 	exec_ok(a, "COMMIT");
@@ -808,6 +899,7 @@ int main(void)
 	adjacent_writes();
 	merged_flush();
 	shm_locks();
+	shared_kept_off();
 	full_at_write();
 	journal_and_locks();
 	images();

@@ -311,12 +311,13 @@ static int64_t ov_read(struct node *nd, struct urch *ch, void *buf, size_t len, 
 		}
 	}
 	uint64_t valid = len;      /* held bytes are in the file or pending */
+	uint64_t from_file = 0;
 	if (!covered) {
 		int64_t r = base_read(ch, p, len, pos);
 		if (r < 0)
 			return r;
 		memset(p + r, 0, len - (size_t)r);
-		valid = (uint64_t)r;
+		valid = from_file = (uint64_t)r;
 		if (nd->pend_end > pos && nd->pend_end - pos > valid)
 			valid = nd->pend_end - pos;
 	}
@@ -330,7 +331,7 @@ static int64_t ov_read(struct node *nd, struct urch *ch, void *buf, size_t len, 
 		if (s < e)
 			memcpy(p + (s - pos), c->data + (s - cs), e - s);
 	}
-	if (!covered && valid == len)
+	if (!covered && from_file == len)   /* the file had every byte */
 		cache_fill(nd, p, pos, len);
 	return (int64_t)(valid < len ? valid : len);
 }
