@@ -102,7 +102,8 @@ int urch_batch_write_force(struct urch *ch, struct urch_op *ops, size_t n, int m
 	if (!next)
 		*(void **)&next = dlsym(RTLD_NEXT, "urch_batch_write_force");
 	last_nops = n;
-	memcpy(last_ops, ops, (n < 64 ? n : 64) * sizeof(*ops));
+	if (n)      /* an xSync with nothing pending sends none: ops may be NULL */
+		memcpy(last_ops, ops, (n < 64 ? n : 64) * sizeof(*ops));
 	return next(ch, ops, n, metadata);
 }
 
