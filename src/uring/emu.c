@@ -775,8 +775,9 @@ void emu_mshot_run(struct emu_ring *r)
  * program waits), not only on the reactor thread. A ring shared across fork
  * is looked at every EMU_SHARED_LOOK_MS at least: another process may have
  * eaten the eventfd's count (it shares the file) or set the shared flag. */
-static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const sigset_t *mask)
+static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const void *sig, size_t sigsz)
 {
+	sigset_t mask, *maskp = NULL;
 	if (min > r->cq_entries)
 		min = r->cq_entries;
 	int flushed_others = 0;
@@ -829,8 +830,17 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const si
 			ts.tv_nsec = (long)(d % 1000000000ull);
 			tsp = &ts;
 		}
+		if (sig && !maskp) {
+			/* the wait's signal mask, read when it would sleep, as the kernel's
+			 * (a wait for CQEs that are there never looks at it) */
+			if (sigsz != _NSIG / 8)
+				return -EINVAL;
+			if (ucopy(&mask, sig, _NSIG / 8) < 0)
+				return -EFAULT;
+			maskp = &mask;
+		}
 		struct pollfd pfd = { r->ifd, POLLIN, 0 };
-		int pr = ppoll(&pfd, 1, tsp, mask);
+		int pr = ppoll(&pfd, 1, tsp, maskp);
 		flushed_others = 0;          /* once per wake-up: more may have overflowed there */
 		if (pr < 0 && errno == EINTR)
 			return -EINTR;
@@ -847,7 +857,8 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 		return -EINVAL;
 	if (r->disabled)
 		return -EBADFD;
-	sigset_t mask, *maskp = NULL;
+	const void *sig = NULL;
+	size_t sigsz = 0;
 	uint64_t deadline = 0;
 	if (flags & IORING_ENTER_EXT_ARG) {
 		struct io_uring_getevents_arg ga;
@@ -855,13 +866,8 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 			return -EINVAL;
 		if (ucopy(&ga, arg, sizeof(ga)) < 0)
 			return -EFAULT;
-		if (ga.sigmask) {
-			if (ga.sigmask_sz != _NSIG / 8)
-				return -EINVAL;
-			if (ucopy(&mask, (void *)(uintptr_t)ga.sigmask, _NSIG / 8) < 0)
-				return -EFAULT;
-			maskp = &mask;
-		}
+		sig = (const void *)(uintptr_t)ga.sigmask;
+		sigsz = ga.sigmask_sz;
 		if (ga.ts) {
 			struct __kernel_timespec kts;
 			if (ucopy(&kts, (void *)(uintptr_t)ga.ts, sizeof(kts)) < 0)
@@ -872,12 +878,9 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 			if (!deadline)
 				deadline = 1;
 		}
-	} else if (arg) {
-		if (argsz != _NSIG / 8)
-			return -EINVAL;
-		if (ucopy(&mask, arg, _NSIG / 8) < 0)
-			return -EFAULT;
-		maskp = &mask;
+	} else {
+		sig = arg;
+		sigsz = argsz;
 	}
 
 	int submitted = 0;
@@ -919,7 +922,7 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 	if (flags & IORING_ENTER_GETEVENTS) {
 		if (min_complete || r->ovf_head || r->aio_inflight || __atomic_load_n(&r->ms_armed, __ATOMIC_RELAXED) ||
 		    (r->xs && xproc_ovf_count(r, 0)))
-			ret = wait_cq(r, min_complete, deadline, maskp);
+			ret = wait_cq(r, min_complete, deadline, sig, sigsz);
 	}
 	if (__atomic_load_n(r->rfd_signalled, __ATOMIC_RELAXED) && !cq_ready(r)) {
 		struct ureq *run = NULL;
