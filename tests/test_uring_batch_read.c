@@ -11,6 +11,7 @@
  * 1, the read of that file), and with the odd ones only those make one or two (the batch
  * goes on past one the kernel refused and past one that does not finish at once); URING_EMU_BATCH=0, a preadv2 each (it grows by 33). */
 #include "test_uring.h"
+#include "proc_io.h"
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -21,23 +22,6 @@
 static uint8_t *src;
 static uint8_t buf[N][4096], two[8192];
 #define TWO_OFF (200 * 4096)     /* read 15's two pages: the second not cached in round 2 */
-
-/* The process's read system calls so far (syscr of /proc/self/io), -1 where
- * the kernel does not count them. */
-static long syscr(void)
-{
-	char t[512];
-	int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, t, sizeof(t) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	t[n] = '\0';
-	const char *p = strstr(t, "syscr: ");
-	return p ? atol(p + 7) : -1;
-}
 
 static void uncache(int fd, off_t off)
 {
@@ -122,9 +106,9 @@ static void batch(int want)
 			sqe->user_data = (uint64_t)i;
 		}
 		CHECK_EQ(lseek(fd, 8192, SEEK_SET), 8192);
-		long c0 = syscr();
+		long c0 = tu_proc_io("syscr");
 		CHECK_EQ(io_uring_submit(&ring), N);
-		long c1 = syscr();
+		long c1 = tu_proc_io("syscr");
 		int seen[N] = { 0 };
 		for (int k = 0; k < N; k++) {
 			struct io_uring_cqe *cqe;

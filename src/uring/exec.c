@@ -493,6 +493,7 @@ void exec_child_reset(struct emu_ring *r)
 	r->novf = 0;
 	r->wq_head = r->wq_tail = NULL;
 	r->wq_threads = r->wq_idle = 0;
+	r->wq_hash_busy = 0;
 	r->aio_state = 0;                         /* io_setup() contexts are not inherited */
 	r->aio_ctx = 0;
 	r->aio_inflight = 0;

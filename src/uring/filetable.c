@@ -23,10 +23,14 @@ static void fill_fent(int fd, struct fent *fe)
 	struct stat st;
 	fe->fd = fd;
 	fe->kind = FK_OTHER;
-	fe->direct = fe->nonblock = fe->wr_block = 0;
+	fe->direct = fe->nonblock = fe->wr_block = fe->whash = 0;
 	if (fstat(fd, &st) == 0) {
-		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
 			fe->kind = FK_REG;
+			/* the inode's bucket of hashed work (io-wq hashes the inode in 64) */
+			uint64_t h = ((uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 32)) * 0x9e3779b97f4a7c15ull;
+			fe->whash = (uint8_t)(1 + (h >> 58));
+		}
 		else if (S_ISSOCK(st.st_mode))
 			fe->kind = FK_SOCK;
 		else if (!S_ISDIR(st.st_mode))
@@ -68,6 +72,7 @@ int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out)
 		out->kind = FK_POLL;
 		out->direct = 0;
 		out->nonblock = 1;
+		out->whash = 0;
 		return 0;
 	}
 	fill_fent(fd, out);
@@ -76,6 +81,7 @@ int exec_file(struct emu_ring *r, int fd, int fixed, struct fent *out)
 		r->fcache[fd].kind = out->kind;
 		r->fcache[fd].direct = out->direct;
 		r->fcache[fd].nonblock = out->nonblock;
+		r->fcache[fd].whash = out->whash;
 		__atomic_store_n(&r->fcache[fd].wr_block, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->fcache[fd].vgen, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->fcache[fd].valid, 1, __ATOMIC_RELEASE);

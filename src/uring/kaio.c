@@ -193,27 +193,29 @@ int kaio_batch_pays(void)
 }
 
 /*
- * Run the k reads cbp[0..k) (aio_data: their index) in one io_submit on the
- * fast path's context (the submitter's, under the ring's sq_lock; made on
- * first use). res[i] is each one's result. Returns how many the kernel took,
- * the first ones (the rest did not run), 0 when it took none or AIO cannot be
- * had here. A read the kernel queued instead of completing (no Linux file
- * system does for a buffered RWF_NOWAIT read) is waited for.
+ * Run the k reads or writes cbp[0..k) (aio_data: their index) in one io_submit
+ * on the context *ctx (*state 0: made now, 1: made, -1: AIO cannot be had
+ * here); its user keeps it to itself (the fast path's: the submitter's, under
+ * the ring's sq_lock; a worker's: that thread's). res[i] is each one's result.
+ * Returns how many the kernel took, the first ones (the rest did not run), 0
+ * when it took none or AIO cannot be had. An I/O the kernel queued instead of
+ * completing (no Linux file system does for a buffered RWF_NOWAIT read; an
+ * O_DIRECT write does) is waited for.
  */
-int kaio_read_batch(struct emu_ring *r, struct iocb **cbp, int k, int32_t *res)
+int kaio_batch(aio_context_t *ctx, int *state, struct iocb **cbp, int k, int32_t *res)
 {
-	if (r->fb_state == 0) {
-		r->fb_ctx = 0;
-		r->fb_state = kaio_io_setup(64, &r->fb_ctx) == 0 ? 1 : -1;
+	if (*state == 0) {
+		*ctx = 0;
+		*state = kaio_io_setup(64, ctx) == 0 ? 1 : -1;
 	}
-	if (r->fb_state < 0)
+	if (*state < 0)
 		return 0;
-	int e, took = kaio_submit_all(r->fb_ctx, k, cbp, &e);
+	int e, took = kaio_submit_all(*ctx, k, cbp, &e);
 	struct io_event ev[64];
 	for (int got = 0; got < took;) {
-		int n = kaio_ring_pop(r->fb_ctx, ev, took - got);
+		int n = kaio_ring_pop(*ctx, ev, took - got);
 		if (n <= 0) {
-			long w = kaio_io_getevents(r->fb_ctx, 1, took - got, ev, NULL);
+			long w = kaio_io_getevents(*ctx, 1, took - got, ev, NULL);
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0) {
@@ -230,4 +232,21 @@ int kaio_read_batch(struct emu_ring *r, struct iocb **cbp, int k, int32_t *res)
 		got += n;
 	}
 	return took;
+}
+
+/* A worker's context for its batches of hashed writes (rw_hashed_run). */
+static __thread aio_context_t wk_ctx;
+static __thread int wk_state;
+
+int kaio_worker_batch(struct iocb **cbp, int k, int32_t *res)
+{
+	return kaio_batch(&wk_ctx, &wk_state, cbp, k, res);
+}
+
+/* A worker leaves: its context goes (nothing is in flight on it between batches). */
+void kaio_thread_fini(void)
+{
+	if (wk_state > 0)
+		kaio_io_destroy(wk_ctx);
+	wk_state = 0;
 }

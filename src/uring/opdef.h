@@ -40,6 +40,8 @@ struct op_def {
 	uint8_t async_own;       /* IOSQE_ASYNC does not punt it at submission: it runs
 				  * inline and decides itself (a read, a send, a wait) */
 	uint8_t rw;              /* a read or write of a file (short transfers) */
+	uint8_t hash_reg;        /* a write: on a regular file its worker is the file's one
+				  * (hashed work, wq.c), as the kernel's hash_reg_file */
 	op_prep_fn prep;         /* NULL: the common checks are all */
 	op_issue_fn issue;
 	op_prep_fn stable;       /* one that runs after its submission (a link's member, one a
@@ -60,6 +62,7 @@ void op_fill_probe(struct io_uring_probe *p, unsigned n);
 /* rw.c */
 int rw_prep(struct emu_ring *r, struct ureq *q);
 int32_t op_rw(struct ureq *q, int ctx, struct ureq **run);
+void rw_hashed_run(struct ureq **v, int n);
 /* net.c */
 int send_prep(struct emu_ring *r, struct ureq *q);
 int send_zc_prep(struct emu_ring *r, struct ureq *q);

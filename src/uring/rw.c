@@ -447,3 +447,82 @@ int32_t op_rw(struct ureq *q, int ctx, struct ureq **run)
 	}
 	return (int32_t)(q->done + (uint64_t)n);
 }
+
+/* q, a hashed write a worker took, goes in a batch as cb (aio_data: idx): a plain
+ * WRITE, or a WRITEV whose array is the library's copy, of a buffered regular
+ * file at an offset, with nothing to happen first (a failed chain, a link
+ * timeout, a transfer begun, flags op_rw answers itself). 0: it runs alone. */
+static int hashed_iocb(struct ureq *q, struct iocb *cb, int idx)
+{
+	const struct io_uring_sqe *s = &q->sqe;
+	if (q->r->dying || q->chain_fail || q->prep_err || q->lt || q->done || (int64_t)s->off < 0 ||
+	    q->fe.kind != FK_REG || q->fe.direct || ((unsigned)s->rw_flags & RWF_REFUSED) ||
+	    (s->flags & IOSQE_BUFFER_SELECT))
+		return 0;
+	if (s->opcode == IORING_OP_WRITE && !q->iov) {
+		q->iov_in[0] = (struct iovec){ (void *)(uintptr_t)s->addr, s->len };
+		q->iov = q->iov_in;
+		q->niov = 1;
+	} else if ((s->opcode != IORING_OP_WRITE && s->opcode != IORING_OP_WRITEV) || !q->iov) {
+		return 0;
+	}
+	memset(cb, 0, sizeof(*cb));
+	cb->aio_data = (uint64_t)idx;
+	cb->aio_fildes = (uint32_t)q->fd;
+	cb->aio_rw_flags = (int)s->rw_flags;
+	cb->aio_offset = (int64_t)s->off;
+	cb->aio_lio_opcode = IOCB_CMD_PWRITEV;
+	cb->aio_buf = (uint64_t)(uintptr_t)q->iov;
+	cb->aio_nbytes = (uint64_t)q->niov;
+	__atomic_store_n(&q->started, 1, __ATOMIC_RELAXED);    /* a cancel may find it now */
+	return 1;
+}
+
+/*
+ * A worker runs the hashed writes v[0..n) of one file (wq.c), in their order:
+ * runs of two or more that hashed_iocb takes in one io_submit on the worker's
+ * own AIO context where batches pay (kaio_batch_pays; a buffered write is done
+ * inside the call), the others as any request, one the kernel refused at
+ * io_submit (a closed fd) too, alone, for its own error. A short write goes on
+ * from where it stopped, as op_rw's (after the batch's later writes are done:
+ * a short buffered write is a full disk or a file size limit).
+ */
+void rw_hashed_run(struct ureq **v, int n)
+{
+	struct iocb cb[WQ_BATCH], *cbp[WQ_BATCH];
+	int32_t res[WQ_BATCH];
+	int pays = n >= 2 && kaio_batch_pays();
+	for (int i = 0; i < n;) {
+		int k = 0;
+		while (pays && i + k < n && k < WQ_BATCH && hashed_iocb(v[i + k], &cb[k], k)) {
+			cbp[k] = &cb[k];
+			k++;
+		}
+		int took = k >= 2 ? kaio_worker_batch(cbp, k, res) : 0;
+		if (!took) {
+			exec_run(v[i++], CTX_WORKER);
+			continue;
+		}
+		struct emu_ring *r = v[i]->r;
+		struct ureq *run = NULL;
+		pthread_mutex_lock(&r->lock);
+		for (int j = 0; j < took; j++) {
+			struct ureq *q = v[i + j];
+			if (res[j] > 0 && (uint64_t)res[j] < exec_iov_total(q->iov, q->niov)) {
+				if (rw_advance(q, (uint64_t)res[j]) == 0) {
+					pthread_mutex_unlock(&r->lock);
+					exec_run(q, CTX_WORKER);
+					pthread_mutex_lock(&r->lock);
+					continue;
+				}
+				res[j] = (int32_t)q->done;
+			}
+			exec_complete_locked(q, res[j], &run);
+		}
+		pthread_mutex_unlock(&r->lock);
+		exec_issue_list(run, CTX_WORKER);
+		i += took;
+		if (took < k)
+			exec_run(v[i++], CTX_WORKER);
+	}
+}

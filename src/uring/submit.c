@@ -218,7 +218,7 @@ static void fast_add(struct emu_ring *r, struct fast_cqe *c, unsigned *nc, unsig
 
 /*
  * Run the cached reads bs[0..nb) (fast_ok READ and READV SQEs at an offset,
- * copied): two or more in one io_submit where batches pay (kaio_read_batch),
+ * copied): two or more in one io_submit where batches pay (kaio_batch),
  * RWF_NOWAIT in each; one with a preadv2, and so is one the kernel refused (a
  * bad fd or iovec array), the rest going on in another io_submit. Each result
  * means what fast_rw's would: what is done goes to c (SQ order), the rest to
@@ -245,7 +245,7 @@ static void fast_reads(struct emu_ring *r, const struct io_uring_sqe *bs, unsign
 		}
 		/* past one the kernel refused, the rest in the next io_submit */
 		for (unsigned i = 0; i + 2 <= nb && r->fb_state >= 0;) {
-			int took = kaio_read_batch(r, cbp + i, (int)(nb - i), res);
+			int took = kaio_batch(&r->fb_ctx, &r->fb_state, cbp + i, (int)(nb - i), res);
 			memset(by_aio + i, 1, (size_t)took);
 			i += (unsigned)took + 1;
 		}

@@ -58,6 +58,8 @@ struct fent {
 	uint8_t wr_block;              /* fcache: a write's RWF_NOWAIT was refused (EOPNOTSUPP):
 					* writes go to a worker at once (read/written with __atomic) */
 	uint8_t valid;                 /* fcache: filled (read/written with __atomic) */
+	uint8_t whash;                 /* a regular file: its inode's bucket (1..64) of hashed
+					* work (wq.c); 0: not a regular file */
 	uint32_t vgen;                 /* fcache: O_DIRECT confirmed in submission vgen (0: not since filled) */
 };
 
@@ -88,6 +90,8 @@ struct ureq {
 	uint8_t chain_drain;            /* head of a chain: a request after the head has IOSQE_IO_DRAIN */
 	uint8_t cancel_run;             /* a cancel found it running (-EALREADY): it ends, -ECANCELED, instead of waiting again */
 	uint8_t started;                /* run_one has issued it (a cancel finds only those) */
+	uint8_t wq_hash;                /* queued for a worker as hashed work: its file's bucket
+					 * (fent.whash), 0 none (wq.c) */
 	uint32_t chain_n;              /* head of a chain: how many requests it holds */
 	int32_t prep_err;
 	int32_t res;
@@ -279,6 +283,7 @@ struct emu_ring {
 	pthread_cond_t wq_cond;
 	struct ureq *wq_head, *wq_tail;
 	unsigned wq_threads, wq_idle, wq_max;  /* wq_max: 0 until emu_wq_max_locked() */
+	uint64_t wq_hash_busy;         /* buckets of hashed work a worker is running (bit whash - 1) */
 	/* reactor: it sleeps in pp_fd, an epoll set of its wake-up eventfd, the
 	 * multishot set (ep_fd) and one entry per fd with one-shot waiters (pgt[fd]) */
 	int reactor_on, wake_fd, pp_fd;
@@ -380,6 +385,7 @@ struct bgroup *exec_group_locked(struct emu_ring *r, uint16_t bgid, int create);
 enum { CTX_INLINE, CTX_WORKER, CTX_REACTOR };
 
 /* wq.c */
+#define WQ_BATCH 32             /* hashed work a worker takes at once */
 int wq_queue(struct ureq *q);
 void wq_stop(struct emu_ring *r);
 
@@ -408,7 +414,9 @@ void kaio_flush(struct emu_ring *r);
 int kaio_reap_locked(struct emu_ring *r, struct ureq **run);
 void kaio_fini(struct emu_ring *r);
 int kaio_batch_pays(void);
-int kaio_read_batch(struct emu_ring *r, struct iocb **cbp, int k, int32_t *res);
+int kaio_batch(aio_context_t *ctx, int *state, struct iocb **cbp, int k, int32_t *res);
+int kaio_worker_batch(struct iocb **cbp, int k, int32_t *res);
+void kaio_thread_fini(void);
 
 /* xproc.c: a ring shared by the processes that fork()ed with it */
 void xproc_track(struct emu_ring *r);
