@@ -4,7 +4,9 @@
  * (_NSIG / 8 bytes), given directly or inside IORING_ENTER_EXT_ARG's io_uring_getevents_arg,
  * fails a wait that would sleep with -EINVAL (a wait for none, or for CQEs that are there,
  * answers 0); SQEs the same enter submits are submitted first (the enter answers their
- * count); the right size is taken;
+ * count), and so is an EXT_ARG struct of the wrong size or unreadable (its -EINVAL or -EFAULT
+ * only when nothing was submitted); a timeout already up still reads the mask first; the
+ * right size is taken;
  * io_uring_submit_and_wait_timeout of a request that never completes submits it, waits once for
  * its timeout and answers -ETIME (it does not wait a second time after the enter that submitted
  * returned); with SQPOLL, io_uring_enter with SQ_WAKEUP | SQ_WAIT on an SQ full of SQEs the
@@ -87,6 +89,28 @@ static void sigmask_size(struct io_uring *ring)
 	}
 	CHECK_EQ(io_uring_cq_ready(ring), 0u);
 	alarm(0);
+
+	/* EXT_ARG's struct itself is read after the SQEs are submitted, too */
+	struct io_uring_getevents_arg ga = { 0, 0, 0, 0 };
+	unsigned fd = (unsigned)ring->ring_fd, ge = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
+	CHECK_EQ(io_uring_enter2(fd, 0, 1, ge, (sigset_t *)&ga, sizeof(ga) + 8), -EINVAL);
+	CHECK_EQ(io_uring_enter2(fd, 0, 1, ge, (sigset_t *)8, sizeof(ga)), -EFAULT);
+	for (int bad = 0; bad < 2; bad++) {
+		struct io_uring_sqe *s = tu_sqe(ring);
+		io_uring_prep_nop(s);
+		s->user_data = ud;
+		flush_sq(ring);
+		CHECK_EQ(io_uring_enter2(fd, 1, 1, ge, bad ? (sigset_t *)8 : (sigset_t *)&ga,
+					 bad ? sizeof(ga) : sizeof(ga) + 8), 1);
+		tu_next(ring, &c);
+		CHECK_EQ(c.user_data, ud++);
+	}
+	/* a timeout already up: the mask is read first (-EINVAL), a right one gives -ETIME */
+	struct __kernel_timespec ts = { 0, 0 };
+	ga = (struct io_uring_getevents_arg){ (uint64_t)(uintptr_t)&mask, 4, 0, (uint64_t)(uintptr_t)&ts };
+	CHECK_EQ(io_uring_enter2(fd, 0, 1, ge, (sigset_t *)&ga, sizeof(ga)), -EINVAL);
+	ga.sigmask_sz = SIGSZ;
+	CHECK_EQ(io_uring_enter2(fd, 0, 1, ge, (sigset_t *)&ga, sizeof(ga)), -ETIME);
 }
 
 /* A POLL_ADD on an empty pipe, submitted by the timed wait itself: -ETIME after one timeout.

@@ -819,6 +819,16 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const vo
 		}
 		if (enough)
 			return 0;
+		if (sig && !maskp) {
+			/* the wait's signal mask, read when it would wait, as the kernel's (a
+			 * wait for CQEs that are there never looks at it; one whose time is up
+			 * does, before its -ETIME) */
+			if (sigsz != _NSIG / 8)
+				return -EINVAL;
+			if (ucopy(&mask, sig, _NSIG / 8) < 0)
+				return -EFAULT;
+			maskp = &mask;
+		}
 		struct timespec ts, *tsp = NULL;
 		if (deadline || r->xs) {
 			uint64_t now = now_ns(), d = EMU_SHARED_LOOK_MS * 1000000ull;
@@ -829,15 +839,6 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const vo
 			ts.tv_sec = (time_t)(d / 1000000000ull);
 			ts.tv_nsec = (long)(d % 1000000000ull);
 			tsp = &ts;
-		}
-		if (sig && !maskp) {
-			/* the wait's signal mask, read when it would sleep, as the kernel's
-			 * (a wait for CQEs that are there never looks at it) */
-			if (sigsz != _NSIG / 8)
-				return -EINVAL;
-			if (ucopy(&mask, sig, _NSIG / 8) < 0)
-				return -EFAULT;
-			maskp = &mask;
 		}
 		struct pollfd pfd = { r->ifd, POLLIN, 0 };
 		int pr = ppoll(&pfd, 1, tsp, maskp);
@@ -850,6 +851,40 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const vo
 #define ENTER_FLAGS (IORING_ENTER_GETEVENTS | IORING_ENTER_SQ_WAKEUP | IORING_ENTER_SQ_WAIT | \
 	IORING_ENTER_EXT_ARG)
 
+/*
+ * The wait's arguments of io_uring_enter, which the kernel reads after it has
+ * submitted, and only for GETEVENTS (an error then is the enter's answer only
+ * when nothing was submitted): EXT_ARG's io_uring_getevents_arg (its sigmask,
+ * given to wait_cq unread, and its timeout), else arg as a plain sigmask.
+ */
+static int wait_args(unsigned flags, const void *arg, size_t argsz, const void **sig, size_t *sigsz,
+		     uint64_t *deadline)
+{
+	*sig = arg;
+	*sigsz = argsz;
+	*deadline = 0;
+	if (!(flags & IORING_ENTER_EXT_ARG))
+		return 0;
+	struct io_uring_getevents_arg ga;
+	if (argsz != sizeof(ga))
+		return -EINVAL;
+	if (ucopy(&ga, arg, sizeof(ga)) < 0)
+		return -EFAULT;
+	*sig = (const void *)(uintptr_t)ga.sigmask;
+	*sigsz = ga.sigmask_sz;
+	if (ga.ts) {
+		struct __kernel_timespec kts;
+		if (ucopy(&kts, (void *)(uintptr_t)ga.ts, sizeof(kts)) < 0)
+			return -EFAULT;
+		if (kts.tv_sec < 0 || kts.tv_nsec < 0 || kts.tv_nsec >= 1000000000)
+			return -EINVAL;
+		*deadline = now_ns() + (uint64_t)kts.tv_sec * 1000000000ull + (uint64_t)kts.tv_nsec;
+		if (!*deadline)
+			*deadline = 1;
+	}
+	return 0;
+}
+
 int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
 	      const void *arg, size_t argsz)
 {
@@ -857,32 +892,6 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 		return -EINVAL;
 	if (r->disabled)
 		return -EBADFD;
-	const void *sig = NULL;
-	size_t sigsz = 0;
-	uint64_t deadline = 0;
-	if (flags & IORING_ENTER_EXT_ARG) {
-		struct io_uring_getevents_arg ga;
-		if (argsz != sizeof(ga))
-			return -EINVAL;
-		if (ucopy(&ga, arg, sizeof(ga)) < 0)
-			return -EFAULT;
-		sig = (const void *)(uintptr_t)ga.sigmask;
-		sigsz = ga.sigmask_sz;
-		if (ga.ts) {
-			struct __kernel_timespec kts;
-			if (ucopy(&kts, (void *)(uintptr_t)ga.ts, sizeof(kts)) < 0)
-				return -EFAULT;
-			if (kts.tv_sec < 0 || kts.tv_nsec < 0 || kts.tv_nsec >= 1000000000)
-				return -EINVAL;
-			deadline = now_ns() + (uint64_t)kts.tv_sec * 1000000000ull + (uint64_t)kts.tv_nsec;
-			if (!deadline)
-				deadline = 1;
-		}
-	} else {
-		sig = arg;
-		sigsz = argsz;
-	}
-
 	int submitted = 0;
 	if (r->flags & IORING_SETUP_SQPOLL) {
 		if (flags & IORING_ENTER_SQ_WAKEUP) {
@@ -920,8 +929,12 @@ int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete, uns
 	}
 	int ret = 0;
 	if (flags & IORING_ENTER_GETEVENTS) {
-		if (min_complete || r->ovf_head || r->aio_inflight || __atomic_load_n(&r->ms_armed, __ATOMIC_RELAXED) ||
-		    (r->xs && xproc_ovf_count(r, 0)))
+		const void *sig;
+		size_t sigsz;
+		uint64_t deadline;
+		ret = wait_args(flags, arg, argsz, &sig, &sigsz, &deadline);
+		if (!ret && (min_complete || r->ovf_head || r->aio_inflight ||
+			     __atomic_load_n(&r->ms_armed, __ATOMIC_RELAXED) || (r->xs && xproc_ovf_count(r, 0))))
 			ret = wait_cq(r, min_complete, deadline, sig, sigsz);
 	}
 	if (__atomic_load_n(r->rfd_signalled, __ATOMIC_RELAXED) && !cq_ready(r)) {

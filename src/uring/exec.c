@@ -423,9 +423,11 @@ static void list_prepend(struct ureq **list, struct ureq *more)
  * Run a list of ready requests. Those that finish here are completed in
  * batches, one ring lock for up to DONE_BATCH CQEs (as the kernel flushes a
  * submission's completions together); what a completion makes ready (the
- * next of a link chain, a drained request) runs after the batch.
+ * next of a link chain, a drained request) runs after the batch, or, held
+ * non-NULL, goes to *held for the caller to run (a worker with a bucket of
+ * hashed work runs it only after it let the bucket go: wq.c).
  */
-void exec_issue_list(struct ureq *list, int ctx)
+static void issue_list(struct ureq *list, int ctx, struct ureq **held)
 {
 	struct emu_ring *r = list ? list->r : NULL;
 	struct ureq *done[DONE_BATCH];
@@ -439,7 +441,7 @@ void exec_issue_list(struct ureq *list, int ctx)
 				exec_complete_locked(done[i], res[i], &run);
 			pthread_mutex_unlock(&r->lock);
 			nd = 0;
-			list_prepend(&list, run);
+			list_prepend(held ? held : &list, run);
 			continue;
 		}
 		struct ureq *q = list, *more = NULL;
@@ -450,13 +452,25 @@ void exec_issue_list(struct ureq *list, int ctx)
 			done[nd] = q;
 			res[nd++] = e;
 		}
-		list_prepend(&list, more);
+		list_prepend(held ? held : &list, more);
 	}
 	/* Inline O_DIRECT I/O is batched into one io_submit (kaio_submit): a batch issued
 	 * outside a submission (a sync cancel, a waiter reaping AIO, a flush) goes now,
 	 * or it would wait for the next submission */
 	if (r && ctx == CTX_INLINE)
 		kaio_flush(r);
+}
+
+void exec_issue_list(struct ureq *list, int ctx)
+{
+	issue_list(list, ctx, NULL);
+}
+
+/* A worker runs q; what its completion makes ready goes to *held (issue_list). */
+void exec_run_held(struct ureq *q, struct ureq **held)
+{
+	q->qnext = NULL;
+	issue_list(q, CTX_WORKER, held);
 }
 
 /*

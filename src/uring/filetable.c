@@ -25,9 +25,11 @@ static void fill_fent(int fd, struct fent *fe)
 	fe->kind = FK_OTHER;
 	fe->direct = fe->nonblock = fe->wr_block = fe->whash = 0;
 	if (fstat(fd, &st) == 0) {
-		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
 			fe->kind = FK_REG;
-			/* the inode's bucket of hashed work (io-wq hashes the inode in 64) */
+		if (S_ISREG(st.st_mode)) {
+			/* the inode's bucket of hashed work (io-wq hashes a regular file's
+			 * inode in 64; a block device's writes are not hashed) */
 			uint64_t h = ((uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 32)) * 0x9e3779b97f4a7c15ull;
 			fe->whash = (uint8_t)(1 + (h >> 58));
 		}

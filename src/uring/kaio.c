@@ -240,6 +240,11 @@ static __thread int wk_state;
 
 int kaio_worker_batch(struct iocb **cbp, int k, int32_t *res)
 {
+	if (wk_state == 0) {
+		/* room for one batch: contexts count against the system's aio-max-nr */
+		wk_ctx = 0;
+		wk_state = kaio_io_setup(WQ_BATCH, &wk_ctx) == 0 ? 1 : -1;
+	}
 	return kaio_batch(&wk_ctx, &wk_state, cbp, k, res);
 }
 

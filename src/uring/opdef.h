@@ -62,7 +62,7 @@ void op_fill_probe(struct io_uring_probe *p, unsigned n);
 /* rw.c */
 int rw_prep(struct emu_ring *r, struct ureq *q);
 int32_t op_rw(struct ureq *q, int ctx, struct ureq **run);
-void rw_hashed_run(struct ureq **v, int n);
+void rw_hashed_run(struct ureq **v, int n, struct ureq **held);
 /* net.c */
 int send_prep(struct emu_ring *r, struct ureq *q);
 int send_zc_prep(struct emu_ring *r, struct ureq *q);

@@ -485,9 +485,12 @@ static int hashed_iocb(struct ureq *q, struct iocb *cb, int idx)
  * inside the call), the others as any request, one the kernel refused at
  * io_submit (a closed fd) too, alone, for its own error. A short write goes on
  * from where it stopped, as op_rw's (after the batch's later writes are done:
- * a short buffered write is a full disk or a file size limit).
+ * a short buffered write is a full disk or a file size limit; the kernel's
+ * goes back to its bucket's queue too). What their completions make ready (a
+ * link's next) goes to *held: the worker runs it after it let the bucket go,
+ * so that a blocking request linked to a write never holds the file's queue.
  */
-void rw_hashed_run(struct ureq **v, int n)
+void rw_hashed_run(struct ureq **v, int n, struct ureq **held)
 {
 	struct iocb cb[WQ_BATCH], *cbp[WQ_BATCH];
 	int32_t res[WQ_BATCH];
@@ -500,7 +503,7 @@ void rw_hashed_run(struct ureq **v, int n)
 		}
 		int took = k >= 2 ? kaio_worker_batch(cbp, k, res) : 0;
 		if (!took) {
-			exec_run(v[i++], CTX_WORKER);
+			exec_run_held(v[i++], held);
 			continue;
 		}
 		struct emu_ring *r = v[i]->r;
@@ -511,7 +514,7 @@ void rw_hashed_run(struct ureq **v, int n)
 			if (res[j] > 0 && (uint64_t)res[j] < exec_iov_total(q->iov, q->niov)) {
 				if (rw_advance(q, (uint64_t)res[j]) == 0) {
 					pthread_mutex_unlock(&r->lock);
-					exec_run(q, CTX_WORKER);
+					exec_run_held(q, held);
 					pthread_mutex_lock(&r->lock);
 					continue;
 				}
@@ -520,9 +523,14 @@ void rw_hashed_run(struct ureq **v, int n)
 			exec_complete_locked(q, res[j], &run);
 		}
 		pthread_mutex_unlock(&r->lock);
-		exec_issue_list(run, CTX_WORKER);
+		while (run) {
+			struct ureq *m = run;
+			run = m->qnext;
+			m->qnext = *held;
+			*held = m;
+		}
 		i += took;
 		if (took < k)
-			exec_run(v[i++], CTX_WORKER);
+			exec_run_held(v[i++], held);
 	}
 }

@@ -366,6 +366,7 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err);                 
 int exec_punt(struct ureq *q);                                                  /* exec.c */
 int exec_wait_ready(struct ureq *q, short events);
 void exec_run(struct ureq *q, int ctx);
+void exec_run_held(struct ureq *q, struct ureq **held);
 void exec_complete(struct ureq *q, int32_t res);
 void exec_complete_locked(struct ureq *q, int32_t res, struct ureq **next);
 void exec_inflight_dec_locked(struct emu_ring *r, struct ureq **run);

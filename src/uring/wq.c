@@ -118,26 +118,35 @@ static void *worker(void *arg)
 			break;
 		unsigned h = v[0]->wq_hash;
 		pthread_mutex_unlock(&r->lock);
-		if (h)
-			rw_hashed_run(v, n);
-		else
+		if (!h) {
 			exec_run(v[0], CTX_WORKER);
+			pthread_mutex_lock(&r->lock);
+			continue;
+		}
+		struct ureq *held = NULL;
+		rw_hashed_run(v, n, &held);
 		pthread_mutex_lock(&r->lock);
-		if (h) {
-			/* what its bucket kept back may go to another worker now (this one
-			 * may take other work first) */
-			r->wq_hash_busy &= ~(1ull << (h - 1));
-			struct ureq *first = r->wq_head;
-			while (first && bucket_busy(r, first->wq_hash))
-				first = first->qnext;
-			if (first && first->wq_hash != h)
-				kick_locked(r);
+		/* the bucket goes before what the writes' completions made ready runs here
+		 * (a link's next may block: io-wq lets the hash go first too); what the
+		 * bucket kept back goes to another worker when this one takes other work */
+		r->wq_hash_busy &= ~(1ull << (h - 1));
+		struct ureq *first = r->wq_head, *more = first;
+		while (first && bucket_busy(r, first->wq_hash))
+			first = first->qnext;
+		while (more && more->wq_hash != h)
+			more = more->qnext;
+		if (!r->dying && more && (held || first != more))
+			kick_locked(r);
+		if (held) {
+			pthread_mutex_unlock(&r->lock);
+			exec_issue_list(held, CTX_WORKER);
+			pthread_mutex_lock(&r->lock);
 		}
 	}
 out:
-	kaio_thread_fini();
 	r->wq_threads--;
 	pthread_mutex_unlock(&r->lock);
+	kaio_thread_fini();        /* io_destroy waits (an RCU grace period): not under the lock */
 	emu_put(r);
 	return NULL;
 }
