@@ -29,7 +29,9 @@
  * runs SCHED_FIFO there where that is allowed: a busy loop beside it would
  * otherwise keep it from the SQE for milliseconds, a server behind (part 1).
  * Only lower bounds on wall time and upper bounds on the thread's own CPU
- * time are asserted, which a loaded machine can only make easier to meet.
+ * time are asserted, which a loaded machine can only make easier to meet;
+ * a CPU bound holds for the middle of three rounds (a guest's thread is
+ * charged the time the host takes from it).
  * A wait the machine kept the client off its CPU for shows nothing (it never
  * slept, it never spun) and is run again; so that CPU-bound load beside the
  * test (two busy loops: the client's spin yields its CPU to them) does not
@@ -225,11 +227,27 @@ static void *holder_run(void *arg)
 	return NULL;
 }
 
+/* The CPU a waiting thread spent before it slept, three rounds: the middle
+ * one must be under 120 us (about 50 with the rule right, 200 or more in every
+ * round with it wrong). One round alone may read high: in a guest, time the
+ * host takes from a running thread counts as that thread's CPU time (122 us
+ * in one CI round, 112 in one of fifteen here, the others 55-88). */
+static void cpu_median_below_120(const uint64_t v[3], const char *what)
+{
+	uint64_t a = v[0], b = v[1], c = v[2], t;
+	if (a > b) { t = a; a = b; b = t; }
+	if (b > c) { t = b; b = c; c = t; }
+	if (a > b) { t = a; a = b; b = t; }
+	if (b >= 120 * US)
+		FAIL("spun %llu, %llu and %llu us of CPU %s", (unsigned long long)(v[0] / US),
+		     (unsigned long long)(v[1] / US), (unsigned long long)(v[2] / US), what);
+}
+
 /* Part 1: the server stopped with our NOP in its SQ, three rounds each way:
  * stopped awake (NEED_WAKEUP clear: our submit rings nothing), the client
  * spins on past wait_spin_us; stopped asleep (our submit rings its doorbell:
  * a woken server's wake-up is not a busy server), it sleeps after its
- * ordinary spin, within 120 us of its own CPU time. */
+ * ordinary spin, within 120 us of its own CPU time (the middle round). */
 static void stopped_server(void)
 {
 	int e = sfs_format(IMG, 16ull << 20, 0);
@@ -242,6 +260,7 @@ static void stopped_server(void)
 	CHECK_EQ(c.server_pid, pid);
 	for (int want_asleep = 0; want_asleep < 2; want_asleep++) {
 		int rounds = 0, other = 0;
+		uint64_t spun[3];
 		/* Awake: a busy neighbour ring keeps the server from sleeping. */
 		struct holder busy = { &c, -1, -1, 0, 0 };
 		pthread_t bt;
@@ -284,10 +303,10 @@ static void stopped_server(void)
 			if (!want_asleep && d < 150 * US)
 				FAIL("slept after %llu us while the server was behind (at least %u expected)",
 				     (unsigned long long)(d / US), 3 * SPIN_US);
-			if (want_asleep && cpu >= 120 * US)
-				FAIL("spun %llu us of CPU on a server its submit had woken",
-				     (unsigned long long)(cpu / US));
+			spun[rounds - 1] = cpu;
 		}
+		if (want_asleep)
+			cpu_median_below_120(spun, "on a server its submit had woken");
 		if (!want_asleep) {
 			atomic_store(&busy.stop, 1);
 			pthread_join(bt, NULL);
@@ -325,6 +344,7 @@ static void taken_sqe(int two, const int cpus[2])
 	int fb = one(&b);
 	if (fa < 0 || fb < 0)
 		FAIL("open: %d %d", fa, fb);
+	uint64_t spun[3];
 	for (int i = 0; i < 3; i++) {
 		sqe = urfs_get_sqe(&a);
 		urfs_prep_lock(sqe, fa, 0, 0, 0);
@@ -358,14 +378,14 @@ static void taken_sqe(int two, const int cpus[2])
 		else
 			printf("a waiting lock, the server busy: the client slept after %llu us of its CPU\n",
 			       (unsigned long long)(d / US));
-		if (shown && d >= 120 * US)
-			FAIL("spun %llu us of CPU on a request the server had taken",
-			     (unsigned long long)(d / US));
+		if (shown)
+			spun[i] = d;
 		sqe = urfs_get_sqe(&b);
 		urfs_prep_unlock(sqe, fb, 0, 0);
 		CHECK_EQ(one(&b), 0);
 		PIN_CPU(cpus[0]);
 	}
+	cpu_median_below_120(spun, "on a request the server had taken");
 	urfs_queue_exit(&b);
 	urfs_queue_exit(&a);
 	FSCK_CLEAN(IMG);
@@ -420,6 +440,7 @@ static void slow_submit(int two, const int cpus[2])
 	urfs_prep_write(sqe, fd, buf, sizeof(buf), 0);
 	CHECK_EQ(one(&r), (int)sizeof(buf));
 	int rounds = 0, asleep = 0;
+	uint64_t spun[3];
 	while (rounds < 3) {
 		memset(buf, 0, sizeof(buf));
 		for (int k = 0; k < 50; k++)
@@ -448,10 +469,9 @@ static void slow_submit(int two, const int cpus[2])
 		       (unsigned long long)(wall / US), (unsigned long long)(d / US));
 		if (wall < 2 * MS)
 			FAIL("the read took %llu us: it did not go through io_submit", (unsigned long long)(wall / US));
-		if (d >= 120 * US)
-			FAIL("spun %llu us of CPU while the server submitted the read",
-			     (unsigned long long)(d / US));
+		spun[rounds - 1] = d;
 	}
+	cpu_median_below_120(spun, "while the server submitted the read");
 	sqe = urfs_get_sqe(&r);
 	urfs_prep_close(sqe, fd);
 	CHECK_EQ(one(&r), 0);
