@@ -11,6 +11,7 @@
  * 1, the read of that file), and with the odd ones only those make one or two (the batch
  * goes on past one the kernel refused and past one that does not finish at once); URING_EMU_BATCH=0, a preadv2 each (it grows by 33). */
 #include "test_uring.h"
+#include "emu_batch.h"
 #include "proc_io.h"
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -50,11 +51,7 @@ static void batch(int want)
 	struct io_uring ring;
 	CHECK_EQ(io_uring_queue_init(64, &ring, 0), 0);
 	tu_uring_check_mode(&ring);
-	char path[] = "uring_batch.XXXXXX";
-	int fd = mkstemp(path);
-	CHECK(fd >= 0);
-	unlink(path);
-	CHECK_EQ(pwrite(fd, src, FSZ, 0), FSZ);
+	int fd = tu_batch_file(src, FSZ);
 	int gone = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	CHECK(gone >= 0);
 	/* one read of each fd first: the emulation learns their kinds */
@@ -111,12 +108,7 @@ static void batch(int want)
 		long c1 = tu_proc_io("syscr");
 		int seen[N] = { 0 };
 		for (int k = 0; k < N; k++) {
-			struct io_uring_cqe *cqe;
-			CHECK_EQ(io_uring_wait_cqe(&ring, &cqe), 0);
-			int i = (int)cqe->user_data, res = cqe->res;
-			io_uring_cqe_seen(&ring, cqe);
-			CHECK(i >= 0 && i < N && !seen[i]);
-			seen[i] = 1;
+			int res, i = tu_batch_next(&ring, seen, N, &res);
 			if (!odd) {
 				CHECK_EQ(res, 4096);
 				CHECK(memcmp(buf[i], src + off_of(i), 4096) == 0);
@@ -156,31 +148,11 @@ static void batch(int want)
 
 static void body(void)
 {
-	if (tu_mode == TU_KERNEL) {
-		batch(-1);
-		return;
-	}
-	for (int want = 1; want >= 0; want--) {
-		fflush(stdout);
-		pid_t pid = fork();
-		CHECK(pid >= 0);
-		if (pid == 0) {
-			setenv("URING_EMU_BATCH", want ? "1" : "0", 1);
-			batch(want);
-			exit(0);
-		}
-		int st;
-		CHECK_EQ(waitpid(pid, &st, 0), pid);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			FAIL("URING_EMU_BATCH=%d failed (status 0x%x)", want, st);
-	}
+	tu_each_batch_setting(batch);
 }
 
 int main(void)
 {
-	src = malloc(FSZ);
-	CHECK(src != NULL);
-	for (int i = 0; i < FSZ; i++)
-		src[i] = (uint8_t)(i * 131 + (i >> 9));
+	src = tu_batch_pattern(FSZ);
 	return tu_uring_main(body);
 }

@@ -277,6 +277,7 @@ static void emu_free(struct emu_ring *r)
 	free(r->buf_tags);
 	free(r->files);
 	free(r->file_tags);
+	free(r->fast_mem);
 	if (r->mem)
 		munmap(r->mem, (char *)r->sqes - (char *)r->mem + r->sqes_sz);
 	xproc_free(r);

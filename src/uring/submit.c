@@ -118,7 +118,9 @@ static void queue_chain_locked(struct emu_ring *r, struct ureq *h, struct ureq *
 
 /* ---- the fast path: plain reads and writes of cached regular files ---- */
 
-#define FAST_BATCH 32
+/* The kernel's ring takes a program's 64 SQEs of one io_uring_enter at once;
+ * so does a batch of cached reads here (one io_submit of 64). */
+#define FAST_BATCH 64
 
 struct fast_cqe {
 	uint64_t ud;
@@ -205,6 +207,18 @@ struct fast_carry {
 	uint32_t done;
 };
 
+/* The fast path's arrays, about 20 KiB: one per ring (only the holder of
+ * sq_lock submits), not on the stack of a program's thread, which may be
+ * small. Made at the ring's first submission; without it the request path
+ * takes every SQE. */
+struct fast_mem {
+	struct fast_carry carry[CARRY_MAX];
+	struct fast_cqe c[FAST_BATCH];
+	struct io_uring_sqe bs[FAST_BATCH];
+	struct iocb cb[FAST_BATCH], *cbp[FAST_BATCH];
+	int32_t res[FAST_BATCH];
+};
+
 /* Post c[0..*nc) once it is full (sq_head: head). */
 static void fast_add(struct emu_ring *r, struct fast_cqe *c, unsigned *nc, unsigned head, uint64_t ud, int32_t res)
 {
@@ -227,8 +241,8 @@ static void fast_add(struct emu_ring *r, struct fast_cqe *c, unsigned *nc, unsig
 static void fast_reads(struct emu_ring *r, const struct io_uring_sqe *bs, unsigned nb, struct fast_cqe *c,
 			   unsigned *nc, unsigned head, struct fast_carry *carry, unsigned *ncarry)
 {
-	struct iocb cb[FAST_BATCH], *cbp[FAST_BATCH];
-	int32_t res[FAST_BATCH];
+	struct iocb *cb = r->fast_mem->cb, **cbp = r->fast_mem->cbp;
+	int32_t *res = r->fast_mem->res;
 	uint8_t by_aio[FAST_BATCH] = { 0 };
 	if (nb >= 2) {
 		for (unsigned i = 0; i < nb; i++) {
@@ -278,8 +292,8 @@ static unsigned fast_submit(struct emu_ring *r, unsigned n, unsigned *headp, str
 	    r->drain_active ||                                      /* the request path decides */
 	    __atomic_load_n(&r->dying, __ATOMIC_RELAXED))
 		return 0;
-	struct fast_cqe c[FAST_BATCH];
-	struct io_uring_sqe bs[FAST_BATCH];
+	struct fast_cqe *c = r->fast_mem->c;
+	struct io_uring_sqe *bs = r->fast_mem->bs;
 	unsigned nc = 0, nb = 0, done = 0, head = *headp;
 	int batch = r->fb_on && r->fb_state >= 0 && n >= 2;
 	while (done < n) {
@@ -348,11 +362,15 @@ unsigned exec_submit(struct emu_ring *r, unsigned n, int *err)
 			__atomic_store_n(&r->fcache[i].vgen, 0, __ATOMIC_RELAXED);
 		r->sub_gen = 1;
 	}
-	struct fast_carry carry[CARRY_MAX];
-	unsigned ncarry = 0, ci = 0;
-	exec_in_submit = 1;
-	unsigned done = fast_submit(r, n, &head, carry, &ncarry);
-	exec_in_submit = 0;
+	if (!r->fast_mem)
+		r->fast_mem = malloc(sizeof(*r->fast_mem));
+	struct fast_carry *carry = r->fast_mem ? r->fast_mem->carry : NULL;
+	unsigned ncarry = 0, ci = 0, done = 0;
+	if (carry) {
+		exec_in_submit = 1;
+		done = fast_submit(r, n, &head, carry, &ncarry);
+		exec_in_submit = 0;
+	}
 	int stop = 0, has_carry = ncarry > 0;
 	if (done == n && !has_carry) {
 		kaio_flush(r);           /* as below: nothing of this submission, but an older batch */

@@ -315,6 +315,7 @@ struct emu_ring {
 	int fb_state;                  /* 0 untried, 1 on, -1 unavailable */
 	aio_context_t fb_ctx;
 	int fb_on;                     /* batch at all: kaio_batch_pays() at setup */
+	struct fast_mem *fast_mem;     /* the fast path's arrays (submit.c), under sq_lock */
 	/* SQPOLL */
 	int sqp_on, sqp_sleeping;
 	pthread_t sqp;
