@@ -10,6 +10,8 @@
 #   libaio   io_uring blocked by ./noring, Debian's liburing: MariaDB warns and
 #            falls back to Linux native AIO (libaio)
 #   simaio   innodb_use_native_aio=0: InnoDB's thread-simulated AIO
+#   dropinB  as dropin, with another build's drop-in (--dropin-b DIR): two builds
+#            side by side, interleaved, so drift hits both alike
 # It prints transactions/s, p95 latency and mysqld's CPU (utime+stime from
 # /proc, during the sysbench run) for each, medians over the rounds, as a
 # Markdown table with the drop-in's ratios; runs CHECK TABLE and a row count on
@@ -32,6 +34,8 @@
 #   --out FILE        also write the Markdown report to FILE
 #   --work DIR        scratch folder (default: a new one under ${TMPDIR:-/tmp})
 #   --dropin DIR      the drop-in's folder (default $O/uring); --noring PATH ($O/noring)
+#   --dropin-b DIR    a second drop-in's folder (another build), the setup dropinB, added
+#                     after dropin to the setups
 #   --port N          mysqld's TCP port on 127.0.0.1 (default: a free one)
 # Environment: O (the build directory, default .).
 # Installs mariadb-server and sysbench with apt-get when missing (no system
@@ -49,7 +53,7 @@ O=${O:-.}
 TABLES=4 SIZE=100000 THREADS=4 TIME=30 ROUNDS=3 BP=64M
 SETUPS="kernel dropin libaio simaio"
 QUICK=0 INSTALL=1 OUT="" WORK="" PORT=""
-DROPIN=$O/uring NORING=$O/noring
+DROPIN=$O/uring NORING=$O/noring DROPINB=""
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -65,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--work) WORK=$2; shift ;;
 	--dropin) DROPIN=$2; shift ;;
+	--dropin-b) DROPINB=$2; shift ;;
 	--noring) NORING=$2; shift ;;
 	--port) PORT=$2; shift ;;
 	-h|--help) usage; exit 0 ;;
@@ -102,6 +107,13 @@ command -v strace >/dev/null || skip "strace is not installed (scripts/install-d
 [ -x "$NORING" ] || skip "no noring launcher at $NORING (make builds it)"
 [ -f "$DROPIN/liburing.so.2" ] || skip "no drop-in at $DROPIN/liburing.so.2 (make builds it)"
 DROPIN=$(cd "$DROPIN" && pwd)
+if [ -n "$DROPINB" ]; then
+	[ -f "$DROPINB/liburing.so.2" ] || fail "--dropin-b $DROPINB: no liburing.so.2 there"
+	DROPINB=$(cd "$DROPINB" && pwd)
+	[ "$DROPINB" != "$DROPIN" ] || fail "--dropin-b names the drop-in of --dropin"
+	SETUPS=$(echo " $SETUPS " | sed 's/ dropin / dropin dropinB /; s/^ //; s/ $//')
+	case " $SETUPS " in *" dropinB "*) ;; *) SETUPS="$SETUPS dropinB" ;; esac
+fi
 NORING=$(cd "$(dirname "$NORING")" && pwd)/$(basename "$NORING")
 . "$(dirname "$0")/dropin-env.sh"
 DENV=$(dropin_env "$DROPIN")   # the ASan runtime, for a sanitizer build
@@ -163,6 +175,7 @@ launch() {
 	case $1 in
 	kernel|simaio) echo "env" ;;
 	dropin) echo "env LD_LIBRARY_PATH=$DROPIN $DENV $NORING" ;;
+	dropinB) echo "env LD_LIBRARY_PATH=$DROPINB $DENV $NORING" ;;
 	libaio) echo "$NORING" ;;
 	*) fail "unknown setup $1" ;;
 	esac
@@ -216,10 +229,12 @@ check_log() {
 	kernel)
 		[ "$warn" = 0 ] || return 2   # the kernel refuses io_uring here
 		[ "$uring" = 1 ] || fail "kernel: the error log does not say 'InnoDB: Using io_uring'" ;;
-	dropin)
-		[ "$warn" = 0 ] || fail "dropin: the error log warns: $(grep -hE 'io_uring|libaio' "$log" "$log.out" | head -n 1)"
-		[ "$uring" = 1 ] || fail "dropin: the error log does not say 'InnoDB: Using io_uring'"
-		grep -q " $DROPIN/liburing.so.2\$" "/proc/$DPID/maps" || fail "dropin: mysqld did not map $DROPIN/liburing.so.2" ;;
+	dropin|dropinB)
+		local lib=$DROPIN
+		[ "$s" = dropinB ] && lib=$DROPINB
+		[ "$warn" = 0 ] || fail "$s: the error log warns: $(grep -hE 'io_uring|libaio' "$log" "$log.out" | head -n 1)"
+		[ "$uring" = 1 ] || fail "$s: the error log does not say 'InnoDB: Using io_uring'"
+		grep -q " $lib/liburing.so.2\$" "/proc/$DPID/maps" || fail "$s: mysqld did not map $lib/liburing.so.2" ;;
 	libaio)
 		[ "$warn" = 1 ] && [ "$native" = 1 ] ||
 			fail "libaio: the error log does not show the io_uring warning and 'Using Linux native AIO'" ;;
@@ -407,11 +422,11 @@ report() {
 		  vals[$1 " " $2 " cpt"] = vals[$1 " " $2 " cpt"] " " ($7 > 0 ? 1000 * $6 / $7 : 0)
 		  seen[$1] = 1; tests[$2] = 1 }
 		END {
-			name["kernel"] = "kernel io_uring"; name["dropin"] = "**drop-in** (noring)"
+			name["kernel"] = "kernel io_uring"; name["dropin"] = "**drop-in** (noring)"; name["dropinB"] = "drop-in B (--dropin-b)"
 			name["libaio"] = "libaio fallback (noring)"; name["simaio"] = "simulated AIO (native_aio=0)"
-			split("oltp_read_write oltp_read_only", tl, " "); split("kernel dropin libaio simaio", sl, " ")
+			split("oltp_read_write oltp_read_only", tl, " "); split("kernel dropin dropinB libaio simaio", sl, " ")
 			for (ti = 1; ti <= 2; ti++) { t = tl[ti]; if (!(t in tests)) continue
-				for (si = 1; si <= 4; si++) { s = sl[si]; if (!(s in seen)) continue
+				for (si = 1; si <= 5; si++) { s = sl[si]; if (!(s in seen)) continue
 					tps = med(s " " t " tps")
 					line = sprintf("| %s | %s | %.1f | %.2f | %.3f |", name[s], t, tps, med(s " " t " p95"), med(s " " t " cpt"))
 					split("libaio simaio kernel", rl, " ")
