@@ -228,15 +228,40 @@ int emu_update_files(struct emu_ring *r, unsigned off, int *ufds, const uint64_t
 {
 	unsigned done = 0;
 	int alloc = off == IORING_FILE_INDEX_ALLOC;
+	if (!alloc) {
+		/* the kernel's order: no table, then a range past its end, before any entry */
+		pthread_mutex_lock(&r->lock);
+		int e = !r->files ? -ENXIO : (uint64_t)off + nr > r->nfiles ? -EINVAL : 0;
+		pthread_mutex_unlock(&r->lock);
+		if (e)
+			return e;
+	}
 	for (; done < nr; done++) {
 		int fd;
 		uint64_t tag = 0;
 		if (ucopy(&fd, ufds + done, sizeof(fd)) < 0 || (utags && ucopy(&tag, utags + done, sizeof(tag)) < 0))
 			return done ? (int)done : -EFAULT;
-		if (fd == IORING_REGISTER_FILES_SKIP && !alloc)
-			continue;
-		if (fd < -1 || (fd == -1 && tag))
+		if (!alloc) {
+			if ((fd == IORING_REGISTER_FILES_SKIP || fd == -1) && tag)
+				return done ? (int)done : -EINVAL;
+			if (fd == IORING_REGISTER_FILES_SKIP)
+				continue;
+			/* the slot's file goes first, as the kernel's: one whose new fd then
+			 * cannot be installed (not open, a ring) is left empty */
+			pthread_mutex_lock(&r->lock);
+			unsigned slot = off + done;
+			if (r->files && slot < r->nfiles && r->files[slot].fd >= 0) {
+				close(r->files[slot].fd);
+				post_tag_locked(r, r->file_tags[slot]);
+				r->files[slot] = (struct fent){ .fd = -1 };
+				r->file_tags[slot] = 0;
+			}
+			pthread_mutex_unlock(&r->lock);
+			if (fd < -1)
+				return done ? (int)done : -EBADF;
+		} else if (fd < -1 || (fd == -1 && tag)) {
 			return done ? (int)done : (fd == -1 ? -EINVAL : -EBADF);
+		}
 		struct fent fe;
 		int e = file_slot(r, fd, &fe);
 		if (e < 0)
