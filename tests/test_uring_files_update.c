@@ -4,7 +4,8 @@
  * whose first fd cannot be installed (a number that is not open) answers -EBADF and leaves
  * that slot empty (the kernel drops the slot's file before it looks at the new fd); one whose
  * second cannot answers 1, the first slot holding its new file and the second empty; a range
- * past the table's end answers -EINVAL and changes nothing; slots not named keep their files. */
+ * past the table's end answers -EINVAL and changes nothing; slots not named keep their files; a
+ * tag given with IORING_REGISTER_FILES_SKIP answers -EINVAL (the count done before it). */
 #include "test_uring.h"
 #include <fcntl.h>
 
@@ -82,6 +83,16 @@ static void body(void)
 		if (res != -EINVAL)
 			FAIL("%s: an update past the table's end: %d, expected -EINVAL", how, res);
 		CHECK_EQ(read_slot(&ring, 2), -EBADF);
+		if (!via_op) {
+			/* a tag on a slot that is skipped or emptied: -EINVAL, at that entry */
+			int skip[2] = { over[0], IORING_REGISTER_FILES_SKIP };
+			__u64 tags[2] = { 0, 7 };
+			res = io_uring_register_files_update_tag(&ring, 1, skip + 1, tags + 1, 1);
+			if (res != -EINVAL)
+				FAIL("a skipped slot with a tag: %d, expected -EINVAL", res);
+			CHECK_EQ(io_uring_register_files_update_tag(&ring, 1, skip, tags, 2), 1);
+			CHECK_EQ(read_slot(&ring, 1), 'd');
+		}
 		CHECK_EQ(io_uring_unregister_files(&ring), 0);
 		for (int k = 0; k < 3; k++)
 			close(files[k]);
