@@ -5,7 +5,7 @@
  * pending (none may be lost or reordered: they come back from ur_wait and
  * ur_peek_cqe afterwards), reads at the file position, ur_peek_cqe copying
  * read data into the caller's buffer, errors as -errno (bad handle, calls
- * before ur_init, a second ur_init), and the data surviving ur_shutdown. */
+ * before ur_init, a second ur_init, a NULL name), and the data surviving ur_shutdown. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +27,8 @@ int main(void)
 		FAIL("ur_init_image: %s (%s)", strerror(-r), ur_errmsg());
 	if (ur_init(8) != -EBUSY)
 		FAIL("second ur_init");
+	if ((r = ur_open(NULL, 0)) != -EFAULT)
+		FAIL("ur_open(NULL): %d, expected -EFAULT", r);
 	int fd = ur_open("data", URFS_O_CREAT | URFS_O_TRUNC);
 	if (fd < 0)
 		FAIL("ur_open: %s", strerror(-fd));
