@@ -69,6 +69,8 @@ BENCH      := $(O)/bench
 # The drop-in gets a folder of its own: LD_LIBRARY_PATH=$(O)/uring PROGRAM.
 URING_DIR  := $(O)/uring
 LIBURING   := $(URING_DIR)/liburing.so.2
+# The system-call front's preload (urfs-uring --syscalls), beside the drop-in it needs.
+SYSFRONT   := $(URING_DIR)/liburfs_syscalls.so
 # Installed in a private directory, never over the system's liburing.so.2.
 URING_INSTDIR := $(LIBDIR)/urfs
 # The SQLite VFS's loadable extension (sqlite3 shell: .load DIR/liburfs_sqlite), a
@@ -99,7 +101,7 @@ all: runtime $(TESTS) java
 # tests a mutant names, not every test (a change to a library relinks all of them).
 # (The Java parts are not in it: no mutant names a Java test.)
 runtime: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTLIBS) $(UNINST_PC)
-progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SERVER) $(TOOLS) $(BENCH)
+progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SYSFRONT) $(SERVER) $(TOOLS) $(BENCH)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -132,6 +134,10 @@ $(LIBURING): $(URING_OBJ) src/uring/liburing.map
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,liburing.so.2 -Wl,--version-script=src/uring/liburing.map -Wl,-Bsymbolic-functions \
 	  $(LDFLAGS) -o $@ $(URING_OBJ) $(LDLIBS_BASE)
+
+$(SYSFRONT): $(OBJ)/src/uring/preload/syscalls.pic.o $(LIBURING)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,liburfs_syscalls.so -Wl,-rpath,'$$ORIGIN' \
+	  $(LDFLAGS) -o $@ $< -L$(URING_DIR) -l:liburing.so.2 -ldl $(LDLIBS_BASE)
 
 $(OBJ)/src/sqlite/%.ext.o: src/sqlite/%.c
 	@mkdir -p $(dir $@)
@@ -312,6 +318,7 @@ install: progs $(SQLITE_EXT) $(SQLITE_A)
 	$(call PC,$(PREFIX),$(LIBDIR),$(INCDIR)) > $(DESTDIR)$(LIBDIR)/pkgconfig/libur_fs.pc
 	install -d $(DESTDIR)$(URING_INSTDIR)
 	install -m 644 $(LIBURING) $(DESTDIR)$(URING_INSTDIR)/liburing.so.2
+	install -m 644 $(SYSFRONT) $(DESTDIR)$(URING_INSTDIR)/liburfs_syscalls.so
 	for s in 1 3 7 8; do install -d $(DESTDIR)$(MANDIR)/man$$s && \
 	  install -m 644 man/man$$s/*.$$s $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
 

@@ -4,9 +4,12 @@
  * liburing.so.2) in place of the system's liburing: the drop-in's private
  * directory goes in front of LD_LIBRARY_PATH, then COMMAND is executed. With
  * --emulate, URING_EMULATE=1 forces the emulated ring even where the kernel's
- * io_uring works (docs/DROPIN.md).
+ * io_uring works (docs/DROPIN.md). With --syscalls, both the drop-in and the
+ * system-call front's preload (liburfs_syscalls.so) go in front of LD_PRELOAD:
+ * a program that makes the io_uring system calls itself (fio, liburing.a) runs
+ * on the emulated ring too, where the kernel's is blocked.
  *
- *   urfs-uring [--emulate] [--] COMMAND [ARG...]
+ *   urfs-uring [--emulate] [--syscalls] [--] COMMAND [ARG...]
  *
  * The drop-in is looked for in uring/ beside this program (the build tree:
  * ./urfs-uring runs with ./uring/liburing.so.2), then in URFS_URING_DIR, baked
@@ -39,25 +42,28 @@
 #define URFS_URING_DIR "/usr/local/lib/urfs"
 #endif
 #define DROPIN "liburing.so.2"
+#define FRONT "liburfs_syscalls.so"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: urfs-uring [--emulate] [--] COMMAND [ARG...]\n"
+	fprintf(f, "usage: urfs-uring [--emulate] [--syscalls] [--] COMMAND [ARG...]\n"
 		"Run COMMAND with urfs's liburing drop-in in place of the system's liburing\n"
 		"(its directory goes in front of LD_LIBRARY_PATH). Where the kernel's io_uring\n"
 		"is blocked the drop-in emulates the ring; elsewhere it passes through.\n"
 		"  --emulate  set URING_EMULATE=1: emulate the ring even where io_uring works\n"
+		"  --syscalls also serve programs that make the io_uring system calls\n"
+		"             themselves (fio, liburing.a): both libraries go in LD_PRELOAD\n"
 		"  --help     this text\n"
 		"The drop-in: uring/" DROPIN " beside urfs-uring, else " URFS_URING_DIR "/" DROPIN "\n");
 }
 
-/* 0 if dir/liburing.so.2 is a readable ELF file, else -errno (ENOEXEC: not ELF). */
-static int check_dropin(const char *dir)
+/* 0 if dir/name is a readable ELF file, else -errno (ENOEXEC: not ELF). */
+static int check_lib(const char *dir, const char *name)
 {
 	char path[PATH_MAX + 32], magic[4];
 	struct stat st;
 
-	snprintf(path, sizeof path, "%s/%s", dir, DROPIN);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -70,6 +76,11 @@ static int check_dropin(const char *dir)
 		r = -ENOEXEC;
 	close(fd);
 	return r;
+}
+
+static int check_dropin(const char *dir)
+{
+	return check_lib(dir, DROPIN);
 }
 
 /* The directory of this program (from /proc/self/exe) followed by /uring, or "". */
@@ -136,13 +147,40 @@ static void warn_secure(const char *cmd)
 			"drop-in (run a copy without that bit, e.g. cp %s /tmp/)\n", path, what, path);
 }
 
+/* LD_PRELOAD: dir/liburing.so.2 and dir/liburfs_syscalls.so, then the caller's. 0 or -1 (said). */
+static int set_preload(const char *dir)
+{
+	int r = check_lib(dir, FRONT);
+	if (r < 0) {
+		fprintf(stderr, "urfs-uring: --syscalls: %s/%s: %s\n", dir, FRONT, strerror(-r));
+		return -1;
+	}
+	const char *old = getenv("LD_PRELOAD");
+	size_t len = 2 * strlen(dir) + sizeof(DROPIN) + sizeof(FRONT) + (old ? strlen(old) : 0) + 8;
+	char *v = malloc(len);
+	if (!v) {
+		fprintf(stderr, "urfs-uring: LD_PRELOAD: %s\n", strerror(ENOMEM));
+		return -1;
+	}
+	snprintf(v, len, "%s/%s:%s/%s%s%s", dir, DROPIN, dir, FRONT, old && old[0] ? ":" : "", old ? old : "");
+	if (setenv("LD_PRELOAD", v, 1) != 0) {
+		fprintf(stderr, "urfs-uring: setenv: %s\n", strerror(errno));
+		free(v);
+		return -1;
+	}
+	free(v);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	int emulate = 0, i = 1;
+	int emulate = 0, syscalls = 0, i = 1;
 
 	for (; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], "--emulate"))
 			emulate = 1;
+		else if (!strcmp(argv[i], "--syscalls"))
+			syscalls = 1;
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 			return usage(stdout), 0;
 		else
@@ -186,6 +224,8 @@ int main(int argc, char **argv)
 		return LAUNCHER_FAILED;
 	}
 	free(path);
+	if (syscalls && set_preload(dir) < 0)
+		return LAUNCHER_FAILED;
 
 	warn_secure(argv[i]);
 	return launcher_exec("urfs-uring", argv + i);

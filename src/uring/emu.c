@@ -329,6 +329,13 @@ unsigned emu_wq_max_locked(struct emu_ring *r)
 
 int emu_setup(unsigned entries, struct io_uring_params *up)
 {
+	return emu_setup_from(entries, up, 0);
+}
+
+/* emu_setup whose ring fd is at least min_fd and below EMU_FD_BASE (the
+ * system-call front's range, sysfront.c): -EMFILE when none is free. */
+int emu_setup_from(unsigned entries, struct io_uring_params *up, int min_fd)
+{
 	struct io_uring_params p;
 	if (ucopy(&p, up, sizeof(p)) < 0)
 		return -EFAULT;
@@ -451,6 +458,17 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 		err = -errno;
 		goto fail;
 	}
+	if (min_fd > 0 && fd < min_fd) {
+		int h = fcntl(fd, F_DUPFD_CLOEXEC, min_fd);
+		close(fd);
+		if (h < 0 || h >= EMU_FD_BASE) {
+			if (h >= 0)
+				close(h);
+			err = -EMFILE;
+			goto fail;
+		}
+		fd = h;
+	}
 	if (fd >= EMU_MAX_FD) {
 		int low = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		close(fd);
@@ -551,6 +569,33 @@ int emu_close(struct emu_ring *r)
 	r->nfiles = 0;
 	emu_put(r);
 	return 0;
+}
+
+/* close(fd) of a program under the system-call front (sysfront.c): a ring's
+ * last number closes the ring, as the kernel's ring goes with its last file;
+ * another number is only closed. 0 or -errno. */
+int emu_close_number(int fd)
+{
+	struct emu_ring *r = emu_find(fd);
+	if (r && atomic_load_explicit(&r->aliased, memory_order_relaxed)) {
+		int others = 0;
+		for (int i = 0; i < EMU_MAX_FD && !others; i++)
+			others = i != fd && atomic_load_explicit(&emu_tab[i], memory_order_relaxed) == r;
+		if (others) {
+			struct emu_ring *want = r;
+			atomic_compare_exchange_strong(&emu_tab[fd], &want, NULL);
+			r = NULL;
+		}
+	}
+	if (r) {
+		if (fd != r->fd) {
+			struct emu_ring *want = r;
+			atomic_compare_exchange_strong(&emu_tab[fd], &want, NULL);
+			close(fd);
+		}
+		return emu_close(r);
+	}
+	return close(fd) < 0 ? -errno : 0;
 }
 
 /* ---- completions ---- */

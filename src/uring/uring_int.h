@@ -330,6 +330,7 @@ struct emu_ring *emu_find(int fd);
 struct emu_ring *emu_find_checked(int fd);
 struct emu_ring *emu_alias(int fd);
 int emu_setup(unsigned entries, struct io_uring_params *p);
+int emu_setup_from(unsigned entries, struct io_uring_params *p, int min_fd);
 unsigned emu_wq_max_locked(struct emu_ring *r);
 int emu_enter(struct emu_ring *r, unsigned to_submit, unsigned min_complete,
 	      unsigned flags, const void *arg, size_t argsz);
@@ -341,6 +342,14 @@ void emu_signal_efd(struct emu_ring *r);
 void emu_mshot_run(struct emu_ring *r);
 int emu_cq_full_locked(struct emu_ring *r);
 int emu_forced(void);
+int emu_close_number(int fd);
+/* sysfront.c: the system-call front (urfs-uring --syscalls). With it on, the
+ * filter traps close() of the numbers where it puts rings, and the library's
+ * own threads block every signal: so every close() of the library is
+ * emu_close_fd(), which closes such a number with close_range(2) instead. */
+extern int emu_front_on;
+int emu_close_fd(int fd);
+#define close(fd) emu_close_fd(fd)
 int emu_fd_high(int fd);
 int ucopy(void *dst, const void *src, size_t n);
 int uwrite(void *dst, const void *src, size_t n);

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * syscalls.c - liburfs_syscalls.so, the preload of the system-call front
+ * (`urfs-uring --syscalls`, LD_PRELOAD after the drop-in liburing.so.2):
+ * at load it puts its SIGSYS handler in place and asks the drop-in to start
+ * the front (src/uring/sysfront.c: a seccomp filter that traps the io_uring
+ * system calls, only where the kernel's io_uring is refused or emulation is
+ * forced). The handler serves each trap of the front from the emulated ring
+ * and writes the result where the system call's would go; errno is kept.
+ *
+ * The kernel kills a process whose thread traps with SIGSYS blocked, and a
+ * program may install a SIGSYS handler of its own. So, while the front is
+ * on, these wrap libc's:
+ *  - sigaction, signal: SIGSYS's disposition is kept here as the program's
+ *    (what it reads back is what it set), and called for every SIGSYS that
+ *    is not the front's trap (raise(), kill, another filter's trap);
+ *  - sigprocmask, pthread_sigmask: never block SIGSYS (a raw rt_sigprocmask
+ *    system call can, and its next trap then kills the process: DROPIN.md);
+ *  - execve, execvpe, fexecve, posix_spawn, posix_spawnp: a child gets
+ *    LD_PRELOAD with both libraries even from an environment that dropped it
+ *    (the filter is inherited, and a child without the handler would die of
+ *    SIGSYS where it got EPERM; a static binary still does: DROPIN.md). The
+ *    exec calls that take no environment keep the process's own.
+ * The handler runs with SA_NODEFER (a signal handler of the program may
+ * enter the ring while a trapped wait sleeps) and SA_ONSTACK.
+ *
+ * Must never: change anything when the front is off (every wrapper passes
+ * straight through), or lose a SIGSYS that is the program's.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include "../sysfront.h"
+
+#define WRAP __attribute__((visibility("default")))   /* built with -fvisibility=hidden */
+
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP 1
+#endif
+
+/* weak: a process whose liburing.so.2 is the system's has not these */
+extern int urfs_sysfront_start(void) __attribute__((weak));
+extern long urfs_sysfront_call(long nr, const long *a) __attribute__((weak));
+
+static int front_on;
+static struct sigaction prog_act;          /* the program's SIGSYS disposition */
+
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static sighandler_t (*real_signal)(int, sighandler_t);
+static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
+static int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static int (*real_fexecve)(int, char *const[], char *const[]);
+typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
+		     const posix_spawnattr_t *, char *const[], char *const[]);
+static spawn_fn *real_posix_spawn, *real_posix_spawnp;
+
+static char preload_paths[2 * 4096 + 2];   /* "DROPIN:SELF", what a child's LD_PRELOAD gets */
+static const char *self_path = "";
+
+#if defined(__x86_64__)
+#define ARG_REGS { REG_RDI, REG_RSI, REG_RDX, REG_R10, REG_R8, REG_R9 }
+#define UC_ARG(uc, i) ((long)(uc)->uc_mcontext.gregs[i])
+#define UC_SET_RET(uc, v) ((uc)->uc_mcontext.gregs[REG_RAX] = (greg_t)(v))
+#elif defined(__aarch64__)
+#define ARG_REGS { 0, 1, 2, 3, 4, 5 }
+#define UC_ARG(uc, i) ((long)(uc)->uc_mcontext.regs[i])
+#define UC_SET_RET(uc, v) ((uc)->uc_mcontext.regs[0] = (unsigned long long)(v))
+#else
+#error "syscalls.c: add this architecture's system-call argument registers"
+#endif
+
+/* A SIGSYS that is not the front's: what the program asked for it. */
+static void to_program(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction a = prog_act;
+
+	if (a.sa_flags & SA_RESETHAND) {
+		prog_act.sa_handler = SIG_DFL;
+		prog_act.sa_flags &= ~SA_SIGINFO;
+	}
+	if (a.sa_flags & SA_SIGINFO) {
+		a.sa_sigaction(sig, si, uc);
+	} else if (a.sa_handler == SIG_IGN) {
+		return;
+	} else if (a.sa_handler == SIG_DFL) {
+		/* its default action (the process ends, dumping core) */
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, SIGSYS);
+		real_sigaction(SIGSYS, &dfl, NULL);
+		real_pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+		raise(SIGSYS);
+	} else {
+		a.sa_handler(sig);
+	}
+}
+
+static void on_sigsys(int sig, siginfo_t *si, void *ucv)
+{
+	int saved = errno;
+	if (si->si_code == SYS_SECCOMP && (unsigned)si->si_errno == SYSFRONT_TRAP_DATA) {
+		ucontext_t *uc = ucv;
+		static const int regs[6] = ARG_REGS;
+		long a[6];
+		for (int i = 0; i < 6; i++)
+			a[i] = UC_ARG(uc, regs[i]);
+		UC_SET_RET(uc, urfs_sysfront_call(si->si_syscall, a));
+	} else {
+		to_program(sig, si, ucv);
+	}
+	errno = saved;
+}
+
+/* ---- the wrappers ---- */
+
+WRAP int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!front_on || sig != SIGSYS)
+		return real_sigaction(sig, act, old);
+	struct sigaction was = prog_act;
+	if (act)
+		prog_act = *act;
+	if (old)
+		*old = was;
+	return 0;
+}
+
+WRAP sighandler_t signal(int sig, sighandler_t h)
+{
+	if (!front_on || sig != SIGSYS)
+		return real_signal(sig, h);
+	if (h == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	sighandler_t was = (prog_act.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)prog_act.sa_sigaction
+							     : prog_act.sa_handler;
+	memset(&prog_act, 0, sizeof(prog_act));
+	prog_act.sa_handler = h;
+	prog_act.sa_flags = SA_RESTART;      /* glibc's signal(): BSD semantics */
+	return was;
+}
+
+/* set without SIGSYS, in *tmp, when the front is on and how would block it. */
+static const sigset_t *keep_sigsys(int how, const sigset_t *set, sigset_t *tmp)
+{
+	if (!front_on || !set || how == SIG_UNBLOCK || !sigismember(set, SIGSYS))
+		return set;
+	*tmp = *set;
+	sigdelset(tmp, SIGSYS);
+	return tmp;
+}
+
+WRAP int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigset_t tmp;
+	return real_sigprocmask(how, keep_sigsys(how, set, &tmp), old);
+}
+
+WRAP int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigset_t tmp;
+	return real_pthread_sigmask(how, keep_sigsys(how, set, &tmp), old);
+}
+
+/* The environment a child gets: envp, with LD_PRELOAD starting with both
+ * libraries unless it names this one already. out has room for the entries
+ * of envp and one more and the end; line for the new LD_PRELOAD entry. */
+static char *const *child_env(char *const envp[], char **out, char *line, size_t cap)
+{
+	size_t n = 0;
+	int at = -1;
+	for (; envp && envp[n]; n++)
+		if (!strncmp(envp[n], "LD_PRELOAD=", 11))
+			at = (int)n;
+	if (at >= 0 && strstr(envp[at] + 11, self_path))
+		return envp;
+	const char *theirs = at >= 0 ? envp[at] + 11 : "";
+	if ((size_t)snprintf(line, cap, "LD_PRELOAD=%s%s%s", preload_paths, theirs[0] ? ":" : "", theirs) >= cap)
+		return envp;               /* cannot say it: as it was */
+	for (size_t i = 0; i < n; i++)
+		out[i] = envp[i];
+	if (at >= 0)
+		out[at] = line;
+	else
+		out[n++] = line;
+	out[n] = NULL;
+	return out;
+}
+
+static size_t env_len(char *const envp[])
+{
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	return n;
+}
+
+#define WITH_CHILD_ENV(envp, call)                                                   \
+	do {                                                                         \
+		char *out_[env_len(envp) + 2];                                       \
+		char line_[sizeof(preload_paths) + 4096 + 16];                       \
+		char *const *e_ = front_on ? child_env(envp, out_, line_, sizeof line_) : (envp); \
+		return call;                                                         \
+	} while (0)
+
+WRAP int execve(const char *path, char *const argv[], char *const envp[])
+{
+	WITH_CHILD_ENV(envp, real_execve(path, argv, e_));
+}
+
+WRAP int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	WITH_CHILD_ENV(envp, real_execvpe(file, argv, e_));
+}
+
+WRAP int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	WITH_CHILD_ENV(envp, real_fexecve(fd, argv, e_));
+}
+
+WRAP int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	WITH_CHILD_ENV(envp, real_posix_spawn(pid, path, fa, attr, argv, e_));
+}
+
+WRAP int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	WITH_CHILD_ENV(envp, real_posix_spawnp(pid, file, fa, attr, argv, e_));
+}
+
+/* ---- start ---- */
+
+static void *next(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f) {
+		fprintf(stderr, "urfs-uring: the system-call front: %s not found: %s\n", name, dlerror());
+		abort();
+	}
+	return f;
+}
+
+__attribute__((constructor)) static void front_init(void)
+{
+	real_sigaction = next("sigaction");
+	real_signal = next("signal");
+	real_sigprocmask = next("sigprocmask");
+	real_pthread_sigmask = next("pthread_sigmask");
+	real_execve = next("execve");
+	real_execvpe = next("execvpe");
+	real_fexecve = next("fexecve");
+	real_posix_spawn = next("posix_spawn");
+	real_posix_spawnp = next("posix_spawnp");
+
+	Dl_info self, drop;
+	if (!urfs_sysfront_start || !urfs_sysfront_call ||
+	    !dladdr((void *)front_init, &self) || !dladdr((void *)urfs_sysfront_start, &drop)) {
+		fprintf(stderr, "urfs-uring: the system-call front is off: the process loaded a liburing.so.2 "
+			"that is not urfs's drop-in (LD_PRELOAD it before %s)\n", "liburfs_syscalls.so");
+		return;
+	}
+	self_path = self.dli_fname;
+	snprintf(preload_paths, sizeof preload_paths, "%s:%s", drop.dli_fname, self.dli_fname);
+
+	struct sigaction ours = { .sa_sigaction = on_sigsys,
+				  .sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART };
+	sigemptyset(&ours.sa_mask);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, SIGSYS);
+	if (real_sigaction(SIGSYS, &ours, &prog_act) < 0)
+		return;
+	real_pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	int r = urfs_sysfront_start();
+	if (r == 1) {
+		front_on = 1;
+		return;
+	}
+	real_sigaction(SIGSYS, &prog_act, NULL);
+	if (r < 0)
+		fprintf(stderr, "urfs-uring: the system-call front is off: its seccomp filter: %s\n",
+			strerror(-r));
+}
