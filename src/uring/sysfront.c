@@ -159,7 +159,7 @@ static long mmap_ring(struct emu_ring *r, const long *a)
 	void *addr = (void *)a[0];
 	size_t len = (size_t)a[1];
 	int prot = (int)a[2], flags = (int)a[3];
-	unsigned long off = (unsigned long)a[5];
+	unsigned long off = (unsigned long)a[5] & 0xf8000000ul;   /* IORING_OFF_MMAP_MASK: the kernel's */
 	void *base;
 	size_t size;
 
