@@ -21,7 +21,9 @@
  *      (1 and 2 then take what is in the CQ, unless c & 0x80: CQEs pile up, overflow)
  *   3  reap: peek + cqe_seen one by one, or peek_batch + cq_advance
  *   4  a register call (buffers, files, updates with tags, unregister, eventfd,
- *      sync cancel, file alloc range, iowq max workers, probe)
+ *      sync cancel, file alloc range, iowq max workers, probe), or the system-call
+ *      front's mmap of the ring fd (its offset, length, protection and flags from the
+ *      table: what a program that maps its ring itself gets)
  *   5  up to 32 bytes into the data area
  *   6  the harness writes into the pipe, the socket or the eventfd (wakes polls)
  *   7  an SQE as 0, with IOSQE_IO_LINK added to the one before (if not submitted yet)
@@ -74,6 +76,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include "../src/uring/sysfront.h"
 
 #define FZU_MAX_SQE 256
 #define FZU_PAGE 4096
@@ -892,6 +896,35 @@ static int fzu_submit(struct fzu *z, int wait, unsigned wait_nr, unsigned ns, in
 	return reap ? fzu_reap(z, ~0u, 0) : fzu_check_ring(z);
 }
 
+/* The system-call front's mmap of the ring fd (sysfront.c, what a program's own mmap of its
+ * ring gets): a length, offset, protection and flags from a, b; a mapping it gives must show
+ * the ring's own SQ/CQ sizes (SQ or CQ ring) and is unmapped again. 0, or 1 with fzu_why. */
+static int fzu_front_mmap(struct fzu *z, uint8_t a, uint8_t b)
+{
+	static const unsigned long offs[] = { IORING_OFF_SQ_RING, IORING_OFF_CQ_RING, IORING_OFF_SQES,
+					      0x1234000, 0x80000000ul, 0x40000000ul, 0xffffffffffff0000ul, 1 };
+	static const long lens[] = { 0, 1, 4096, 8192, 65536, 1l << 24, -4096l, 0x7fffffffffffl };
+	static const int prots[] = { PROT_READ | PROT_WRITE, PROT_READ, PROT_NONE, PROT_WRITE };
+	static const int flags[] = { MAP_SHARED, MAP_PRIVATE, MAP_SHARED | MAP_FIXED_NOREPLACE, MAP_SHARED_VALIDATE };
+	unsigned long off = offs[a % 8];
+	long args[6] = { 0, lens[(a >> 3) % 8], prots[(a >> 6) % 4], flags[b % 4], z->ring.ring_fd, (long)off };
+	long m = urfs_sysfront_call(__NR_mmap, args);
+	if (m < 0 && m > -4096)
+		return 0;
+	if (args[1] <= 0 || (unsigned long)args[1] > (1ul << 24))
+		FZU_BAD("the front mapped %ld bytes of the ring at offset %#lx", args[1], off);
+	struct io_uring *r = &z->ring;
+	size_t sq_at = (size_t)((char *)r->sq.kring_entries - (char *)r->sq.ring_ptr);
+	size_t cq_at = (size_t)((char *)r->cq.kring_entries - (char *)r->cq.ring_ptr);
+	if ((off & 0xf8000000ul) != IORING_OFF_SQES && (prots[(a >> 6) % 4] & PROT_READ) &&
+	    (unsigned long)args[1] >= 512 &&
+	    (*(unsigned *)((char *)m + sq_at) != *r->sq.kring_entries ||
+	     *(unsigned *)((char *)m + cq_at) != *r->cq.kring_entries))
+		FZU_BAD("the front's mapping at offset %#lx does not show the ring", off);
+	munmap((void *)m, (size_t)args[1]);
+	return 0;
+}
+
 static int fzu_register(struct fzu *z, struct fzu_in *in)
 {
 	uint8_t w = fzu_u8(in), a = fzu_u8(in), b = fzu_u8(in);
@@ -937,6 +970,8 @@ static int fzu_register(struct fzu *z, struct fzu_in *in)
 	}
 	case 10: io_uring_register_file_alloc_range(r, a % 8, b % 8); break;
 	default: {
+		if (b & 0x80)
+			return fzu_front_mmap(z, a, b);
 		unsigned vals[2] = { a % 5, b % 5 };
 		io_uring_register_iowq_max_workers(r, vals);
 		struct io_uring_probe *p = io_uring_get_probe_ring(r);

@@ -31,9 +31,11 @@
 #include <errno.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include "../sysfront.h"
@@ -51,6 +53,7 @@ extern long urfs_sysfront_call(long nr, const long *a) __attribute__((weak));
 static int front_on;
 static struct sigaction prog_act;          /* the program's SIGSYS disposition */
 
+static long (*real_syscall)(long, ...);
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static sighandler_t (*real_signal)(int, sighandler_t);
 static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
@@ -77,6 +80,11 @@ static const char *self_path = "";
 #error "syscalls.c: add this architecture's system-call argument registers"
 #endif
 
+static void *next(void **slot, const char *name);
+/* libc's own function: resolved at first use (another library's constructor may call a
+ * wrapper before this one's has run). */
+#define REAL(fn) (real_##fn ? real_##fn : (__typeof__(real_##fn))next((void **)&real_##fn, #fn))
+
 /* A SIGSYS that is not the front's: what the program asked for it. */
 static void to_program(int sig, siginfo_t *si, void *uc)
 {
@@ -96,8 +104,8 @@ static void to_program(int sig, siginfo_t *si, void *uc)
 		sigset_t one;
 		sigemptyset(&one);
 		sigaddset(&one, SIGSYS);
-		real_sigaction(SIGSYS, &dfl, NULL);
-		real_pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+		REAL(sigaction)(SIGSYS, &dfl, NULL);
+		REAL(pthread_sigmask)(SIG_UNBLOCK, &one, NULL);
 		raise(SIGSYS);
 	} else {
 		a.sa_handler(sig);
@@ -122,10 +130,32 @@ static void on_sigsys(int sig, siginfo_t *si, void *ucv)
 
 /* ---- the wrappers ---- */
 
+
+/* libc's syscall(): the io_uring calls go straight to the emulated ring, with no trap
+ * (fio, t/io_uring, libuv and Rust's io-uring make them so); the rest pass on. */
+WRAP long syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (front_on && (nr == __NR_io_uring_setup || nr == __NR_io_uring_enter || nr == __NR_io_uring_register)) {
+		long r = urfs_sysfront_call(nr, a);
+		if (r < 0 && r > -4096) {
+			errno = (int)-r;
+			return -1;
+		}
+		return r;
+	}
+	return REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 WRAP int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (!front_on || sig != SIGSYS)
-		return real_sigaction(sig, act, old);
+		return REAL(sigaction)(sig, act, old);
 	struct sigaction was = prog_act;
 	if (act)
 		prog_act = *act;
@@ -137,7 +167,7 @@ WRAP int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 WRAP sighandler_t signal(int sig, sighandler_t h)
 {
 	if (!front_on || sig != SIGSYS)
-		return real_signal(sig, h);
+		return REAL(signal)(sig, h);
 	if (h == SIG_ERR) {
 		errno = EINVAL;
 		return SIG_ERR;
@@ -163,13 +193,13 @@ static const sigset_t *keep_sigsys(int how, const sigset_t *set, sigset_t *tmp)
 WRAP int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t tmp;
-	return real_sigprocmask(how, keep_sigsys(how, set, &tmp), old);
+	return REAL(sigprocmask)(how, keep_sigsys(how, set, &tmp), old);
 }
 
 WRAP int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t tmp;
-	return real_pthread_sigmask(how, keep_sigsys(how, set, &tmp), old);
+	return REAL(pthread_sigmask)(how, keep_sigsys(how, set, &tmp), old);
 }
 
 /* The environment a child gets: envp, with LD_PRELOAD starting with both
@@ -215,54 +245,46 @@ static size_t env_len(char *const envp[])
 
 WRAP int execve(const char *path, char *const argv[], char *const envp[])
 {
-	WITH_CHILD_ENV(envp, real_execve(path, argv, e_));
+	WITH_CHILD_ENV(envp, REAL(execve)(path, argv, e_));
 }
 
 WRAP int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	WITH_CHILD_ENV(envp, real_execvpe(file, argv, e_));
+	WITH_CHILD_ENV(envp, REAL(execvpe)(file, argv, e_));
 }
 
 WRAP int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	WITH_CHILD_ENV(envp, real_fexecve(fd, argv, e_));
+	WITH_CHILD_ENV(envp, REAL(fexecve)(fd, argv, e_));
 }
 
 WRAP int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	WITH_CHILD_ENV(envp, real_posix_spawn(pid, path, fa, attr, argv, e_));
+	WITH_CHILD_ENV(envp, REAL(posix_spawn)(pid, path, fa, attr, argv, e_));
 }
 
 WRAP int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	WITH_CHILD_ENV(envp, real_posix_spawnp(pid, file, fa, attr, argv, e_));
+	WITH_CHILD_ENV(envp, REAL(posix_spawnp)(pid, file, fa, attr, argv, e_));
 }
 
 /* ---- start ---- */
 
-static void *next(const char *name)
+static void *next(void **slot, const char *name)
 {
 	void *f = dlsym(RTLD_NEXT, name);
 	if (!f) {
 		fprintf(stderr, "urfs-uring: the system-call front: %s not found: %s\n", name, dlerror());
 		abort();
 	}
+	__atomic_store_n(slot, f, __ATOMIC_RELAXED);
 	return f;
 }
 
 __attribute__((constructor)) static void front_init(void)
 {
-	real_sigaction = next("sigaction");
-	real_signal = next("signal");
-	real_sigprocmask = next("sigprocmask");
-	real_pthread_sigmask = next("pthread_sigmask");
-	real_execve = next("execve");
-	real_execvpe = next("execvpe");
-	real_fexecve = next("fexecve");
-	real_posix_spawn = next("posix_spawn");
-	real_posix_spawnp = next("posix_spawnp");
 
 	Dl_info self, drop;
 	if (!urfs_sysfront_start || !urfs_sysfront_call ||
@@ -280,15 +302,15 @@ __attribute__((constructor)) static void front_init(void)
 	sigset_t one;
 	sigemptyset(&one);
 	sigaddset(&one, SIGSYS);
-	if (real_sigaction(SIGSYS, &ours, &prog_act) < 0)
+	if (REAL(sigaction)(SIGSYS, &ours, &prog_act) < 0)
 		return;
-	real_pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	REAL(pthread_sigmask)(SIG_UNBLOCK, &one, NULL);
 	int r = urfs_sysfront_start();
 	if (r == 1) {
 		front_on = 1;
 		return;
 	}
-	real_sigaction(SIGSYS, &prog_act, NULL);
+	REAL(sigaction)(SIGSYS, &prog_act, NULL);
 	if (r < 0)
 		fprintf(stderr, "urfs-uring: the system-call front is off: its seccomp filter: %s\n",
 			strerror(-r));
