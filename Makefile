@@ -135,9 +135,10 @@ $(LIBURING): $(URING_OBJ) src/uring/liburing.map
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,liburing.so.2 -Wl,--version-script=src/uring/liburing.map -Wl,-Bsymbolic-functions \
 	  $(LDFLAGS) -o $@ $(URING_OBJ) $(LDLIBS_BASE)
 
-$(SYSFRONT): $(OBJ)/src/uring/preload/syscalls.pic.o $(LIBURING)
+SYSFRONT_OBJ := $(patsubst %.c,$(OBJ)/%.pic.o,$(wildcard src/uring/preload/*.c))
+$(SYSFRONT): $(SYSFRONT_OBJ) $(LIBURING)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,liburfs_syscalls.so -Wl,-rpath,'$$ORIGIN' \
-	  $(LDFLAGS) -o $@ $< -L$(URING_DIR) -l:liburing.so.2 -ldl $(LDLIBS_BASE)
+	  $(LDFLAGS) -o $@ $(SYSFRONT_OBJ) -L$(URING_DIR) -l:liburing.so.2 -ldl $(LDLIBS_BASE)
 
 $(OBJ)/src/sqlite/%.ext.o: src/sqlite/%.c
 	@mkdir -p $(dir $@)

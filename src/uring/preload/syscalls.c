@@ -39,6 +39,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include "../sysfront.h"
+#include "patch.h"
 
 #define WRAP __attribute__((visibility("default")))   /* built with -fvisibility=hidden */
 
@@ -122,6 +123,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *ucv)
 		for (int i = 0; i < 6; i++)
 			a[i] = UC_ARG(uc, regs[i]);
 		UC_SET_RET(uc, urfs_sysfront_call(si->si_syscall, a));
+		if (si->si_syscall == __NR_io_uring_enter)
+			front_patch_site(si->si_call_addr, si->si_syscall);  /* next time a call */
 	} else {
 		to_program(sig, si, ucv);
 	}

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * patch.c - the system-call front's shortcut for a hot trap site (x86-64):
+ * a trap costs a signal's delivery and return, several system calls' worth,
+ * and programs such as fio make io_uring_enter with an inline instruction
+ * pair `mov $nr,%eax; syscall`. The first time such a site traps, its 5-byte
+ * `mov` is replaced by a `jmp` to a stub of its own (allocated within 2 GiB
+ * of it), which calls the front as a function and jumps back past the
+ * `syscall`: from then on that site costs a call, not a trap.
+ *
+ * The stub keeps the system call's contract: every register but rax (the
+ * result), rcx and r11 is preserved, the vector and x87 state too (xsave /
+ * xrstor of every component the system enables; not patched where AMX is
+ * enabled, whose state is 8 KiB), the flags, the 128-byte red zone below the
+ * stack pointer, and errno. A thread that is between the `mov` and the
+ * `syscall` when the site is patched executes the `syscall`, which traps as
+ * before.
+ *
+ * Must never: patch bytes that are not exactly `b8 <nr> 0f 05` in a private
+ * read+execute mapping of the process, change them other than with one
+ * aligned 8-byte atomic store (another thread may be fetching them; sites
+ * whose `mov` straddles an 8-byte word keep trapping), or leave a page
+ * writable. URING_SYSCALLS_PATCH=0 turns it off.
+ */
+#include <cpuid.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "patch.h"
+#include "../sysfront.h"
+
+#if defined(__x86_64__)
+
+unsigned long front_xsave_size;              /* bytes of the xsave area (asm below) */
+static int patch_off = -1;                   /* -1: not decided yet */
+
+/* What the stub calls: the front, errno kept (a system call leaves it alone). */
+__attribute__((visibility("hidden"), used)) long front_stub_call(long nr, const long *a)
+{
+	int e = errno;
+	long r = urfs_sysfront_call(nr, a);
+	errno = e;
+	return r;
+}
+
+/* front_entry: called by a site's stub with rax = the system call's number and its
+ * arguments in rdi, rsi, rdx, r10, r8, r9; returns the result in rax with everything
+ * else as it was (rcx and r11 as a syscall leaves them: clobbered). */
+__asm__(
+	".text\n"
+	".p2align 4\n"
+	".type front_entry, @function\n"
+	"front_entry:\n"
+	"	pushfq\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	sub $8, %rsp\n"                    /* -8(%rbp): the result */
+	"	push %r9\n"
+	"	push %r8\n"
+	"	push %r10\n"
+	"	push %rdx\n"
+	"	push %rsi\n"
+	"	push %rdi\n"                       /* -56(%rbp): a[0..5] */
+	"	cld\n"
+	"	mov %rax, %rdi\n"
+	"	mov %rsp, %rsi\n"
+	"	sub front_xsave_size(%rip), %rsp\n"
+	"	and $-64, %rsp\n"
+	"	movq $0, 512(%rsp)\n"              /* the xsave header must start zeroed */
+	"	movq $0, 520(%rsp)\n"
+	"	movq $0, 528(%rsp)\n"
+	"	movq $0, 536(%rsp)\n"
+	"	movq $0, 544(%rsp)\n"
+	"	movq $0, 552(%rsp)\n"
+	"	movq $0, 560(%rsp)\n"
+	"	movq $0, 568(%rsp)\n"
+	"	mov $-1, %eax\n"
+	"	mov $-1, %edx\n"
+	"	xsave (%rsp)\n"
+	"	call front_stub_call\n"
+	"	mov %rax, -8(%rbp)\n"
+	"	mov $-1, %eax\n"
+	"	mov $-1, %edx\n"
+	"	xrstor (%rsp)\n"
+	"	lea -56(%rbp), %rsp\n"
+	"	pop %rdi\n"
+	"	pop %rsi\n"
+	"	pop %rdx\n"
+	"	pop %r10\n"
+	"	pop %r8\n"
+	"	pop %r9\n"
+	"	mov -8(%rbp), %rax\n"
+	"	leave\n"
+	"	popfq\n"
+	"	ret\n"
+	".size front_entry, .-front_entry\n");
+void front_entry(void);
+
+/* A stub: a page of its own within 1 GiB of its site (written once, then
+ * read+execute for good), at most MAX_SITES of them. */
+#define MAX_SITES 64
+static int nsites;
+
+static int near(const void *a, const void *b)
+{
+	long d = (long)((uintptr_t)a - (uintptr_t)b);
+	return d > -(1l << 30) && d < (1l << 30);
+}
+
+static unsigned char *page_near(unsigned char *site, size_t pg)
+{
+	uintptr_t at = (uintptr_t)site & ~(uintptr_t)(pg - 1);
+	for (long step = 1; step < 4096; step++) {      /* 64 KiB steps, below then above */
+		for (int side = -1; side <= 1; side += 2) {
+			uintptr_t hint = at + (uintptr_t)(side * step * 65536l);
+			void *p = mmap((void *)hint, pg, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			if (p == MAP_FAILED)
+				continue;
+			if (near(p, site))
+				return p;
+			munmap(p, pg);
+		}
+	}
+	return NULL;
+}
+
+/* Is [addr, addr+len) in a private read+execute mapping? (/proc/self/maps) */
+static int in_private_text(uintptr_t addr, size_t len)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	int ok = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char perm[5];
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) == 3 && addr >= lo && addr + len <= hi) {
+			ok = !strcmp(perm, "r-xp");
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+static void put32(unsigned char *p, int32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static int decide(void)
+{
+	const char *e = getenv("URING_SYSCALLS_PATCH");
+	if (e && e[0] == '0')
+		return 1;
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))   /* OSXSAVE */
+		return 1;
+	unsigned lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	if (lo & (3u << 17))          /* AMX tile state enabled: 8 KiB more a call */
+		return 1;
+	__cpuid_count(0xd, 0, a, b, c, d);
+	if (b < 576)
+		return 1;
+	front_xsave_size = b + 64;
+	return 0;
+}
+
+static void patch(void *call_addr, int nr);
+
+void front_patch_site(void *call_addr, int nr)
+{
+	static int busy;              /* one thread patches at a time; the others trap meanwhile */
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return;
+	if (patch_off < 0)
+		patch_off = decide();
+	if (!patch_off)
+		patch(call_addr, nr);
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+}
+
+static void patch(void *call_addr, int nr)
+{
+	unsigned char *sc = (unsigned char *)call_addr - 2, *mov = sc - 5;
+	uintptr_t word = (uintptr_t)mov & ~(uintptr_t)7;
+	unsigned off = (unsigned)((uintptr_t)mov - word);
+	if (off > 3 || !in_private_text(word, 8))
+		return;                       /* straddles a word, or not plain program text */
+	unsigned char want[7] = { 0xb8, 0, 0, 0, 0, 0x0f, 0x05 };
+	put32(want + 1, nr);
+	if (memcmp(mov, want, 7))
+		return;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char *base = nsites < MAX_SITES ? page_near(mov, pg) : NULL;
+	if (!base)
+		return;
+	void (**slot)(void) = (void (**)(void))base;
+	*slot = front_entry;                                     /* the stub calls through it */
+	unsigned char *s = base + 16, *p = s;
+	memcpy(p, "\x48\x8d\x64\x24\x80", 5), p += 5;            /* lea -128(%rsp),%rsp */
+	*p++ = 0xb8, put32(p, nr), p += 4;                       /* mov $nr,%eax */
+	*p++ = 0xff, *p++ = 0x15;                                /* call *slot(%rip) */
+	put32(p, (int32_t)((unsigned char *)slot - (p + 4))), p += 4;
+	memcpy(p, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8), p += 8; /* lea 128(%rsp),%rsp */
+	*p++ = 0xe9;                                             /* jmp back, past the syscall */
+	put32(p, (int32_t)((unsigned char *)call_addr - (p + 4)));
+	void *page = (void *)(word & ~(uintptr_t)(pg - 1));
+	if (mprotect(base, pg, PROT_READ | PROT_EXEC) < 0 ||
+	    mprotect(page, pg, PROT_READ | PROT_WRITE | PROT_EXEC) < 0) {
+		munmap(base, pg);
+		return;
+	}
+	nsites++;
+	/* the jmp, in one aligned 8-byte store */
+	uint64_t old, new;
+	unsigned char b[8];
+	memcpy(&old, (void *)word, 8);
+	memcpy(b, &old, 8);
+	b[off] = 0xe9;
+	put32(b + off + 1, (int32_t)(s - (mov + 5)));
+	memcpy(&new, b, 8);
+	__atomic_compare_exchange_n((uint64_t *)word, &old, new, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	mprotect(page, pg, PROT_READ | PROT_EXEC);
+}
+
+#else
+
+void front_patch_site(void *call_addr, int nr)
+{
+	(void)call_addr;
+	(void)nr;
+}
+
+#endif
