@@ -24,6 +24,7 @@
  */
 #include <cpuid.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,22 +131,42 @@ static unsigned char *page_near(unsigned char *site, size_t pg)
 	return NULL;
 }
 
-/* Is [addr, addr+len) in a private read+execute mapping? (/proc/self/maps) */
+/* Is [addr, addr+len) in a private read+execute mapping? (/proc/self/maps, read
+ * with plain system calls: this runs in the SIGSYS handler) */
 static int in_private_text(uintptr_t addr, size_t len)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	int ok = 0;
-	while (f && fgets(line, sizeof line, f)) {
-		unsigned long lo, hi;
-		char perm[5];
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) == 3 && addr >= lo && addr + len <= hi) {
-			ok = !strcmp(perm, "r-xp");
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[4096];
+	size_t have = 0;
+	int ok = 0, done = 0;
+	while (!done) {
+		ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+		if (n <= 0)
 			break;
+		have += (size_t)n;
+		buf[have] = 0;
+		char *line = buf, *nl;
+		while ((nl = strchr(line, '\n'))) {       /* "lo-hi perm ..." */
+			*nl = 0;
+			char *end;
+			unsigned long lo = strtoul(line, &end, 16), hi = 0;
+			if (*end == '-')
+				hi = strtoul(end + 1, &end, 16);
+			if (hi && addr >= lo && addr + len <= hi) {
+				ok = !strncmp(end, " r-xp", 5);
+				done = 1;
+				break;
+			}
+			line = nl + 1;
 		}
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+		if (have == sizeof buf - 1)
+			have = 0;                  /* a line longer than the buffer: skip it */
 	}
-	if (f)
-		fclose(f);
+	close(fd);
 	return ok;
 }
 
