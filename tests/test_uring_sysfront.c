@@ -353,7 +353,11 @@ static void body(void)
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		char *argv[] = { (char *)self_exe, (char *)"exec-child", emulated ? (char *)"1" : (char *)"0", NULL };
-		char *envp[] = { NULL };
+		/* an environment without LD_PRELOAD (an ASan build's child keeps ASAN_OPTIONS) */
+		static char asan[1100];
+		const char *ao = getenv("ASAN_OPTIONS");
+		snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s", ao ? ao : "");
+		char *envp[] = { ao ? asan : NULL, NULL };
 		execve(self_exe, argv, envp);
 		_exit(127);
 	}
