@@ -10,7 +10,7 @@
  * a bad pointer, a bad mmap offset or length), a wait ended by a timeout (-ETIME) and by a
  * signal (-EINTR); the hazards: every signal blocked with pthread_sigmask (SIGSYS stays
  * deliverable), the program's own SIGSYS handler (read back, called for raise(), never for a
- * trap), a thread, fork, an execve with an empty environment (the child keeps the preload and
+ * trap), a thread started after the filter and one started before it, fork, an execve with an empty environment (the child keeps the preload and
  * uses a ring), close of the ring (then -EBADF), mmap and close of the program's own file at a
  * number in the range; a raw rt_sigprocmask that blocks SIGSYS ends the process at its next
  * trap (the documented limit). */
@@ -235,6 +235,12 @@ static int seccomp_mode(void)
 	return v;
 }
 
+static int early_ring(void)
+{
+	thread_ring(NULL);
+	return 0;
+}
+
 static void body(void)
 {
 	if (!emulated)
@@ -315,6 +321,13 @@ static void body(void)
 	pthread_t th;
 	CHECK_EQ(pthread_create(&th, NULL, thread_ring, NULL), 0);   /* starts with all blocked */
 	CHECK_EQ(pthread_join(th, NULL), 0);
+	/* a thread started before the filter (tests/lib/early_thread.c's constructor) has it */
+	int (*early_run)(int (*)(void)) = (int (*)(int (*)(void)))dlsym(RTLD_DEFAULT, "early_thread_run");
+	int (*early_mode)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "early_thread_seccomp_at_start");
+	CHECK(early_run && early_mode);
+	if (!strcmp(tu_mode_name, "URING_EMULATE=1"))
+		CHECK_EQ(early_mode(), 0);          /* it predates the front's filter */
+	CHECK_EQ(early_run(early_ring), 0);
 	CHECK_EQ(pthread_sigmask(SIG_SETMASK, NULL, &now), 0);
 	CHECK_EQ(sigismember(&now, SIGSYS), !emulated);
 	sigemptyset(&all);
@@ -408,12 +421,14 @@ static void body(void)
 /* LD_PRELOAD of both libraries, found beside this test (obj/t/ -> ../../uring). */
 static void preload_env(void)
 {
-	char dir[4096], v[8300];
+	char dir[4096], v[12400];
 	snprintf(dir, sizeof dir, "%s", self_exe);
 	char *s = strrchr(dir, '/');
 	CHECK(s);
 	*s = 0;
-	snprintf(v, sizeof v, "%s/../../uring/liburing.so.2:%s/../../uring/liburfs_syscalls.so", dir, dir);
+	/* early_thread last: preloads start in the opposite order, so its thread predates the filter */
+	snprintf(v, sizeof v, "%s/../../uring/liburing.so.2:%s/../../uring/liburfs_syscalls.so:%s/libearly_thread.so",
+		 dir, dir, dir);
 	CHECK_EQ(setenv("LD_PRELOAD", v, 1), 0);
 	/* an ASan build: its runtime is then not first in the list, which is fine here */
 	const char *a = getenv("ASAN_OPTIONS");
