@@ -48,7 +48,7 @@ static int sys_register(unsigned fd, unsigned op, const void *arg, unsigned nr)
 
 EXPORT int io_uring_setup(unsigned entries, struct io_uring_params *p)
 {
-	if (emu_forced())
+	if (emu_forced() || emu_front_on)   /* the front's filter would trap the system call */
 		return emu_setup(entries, p);
 	int r = sys_setup(entries, p);
 	if (r == -EPERM || r == -ENOSYS || r == -EACCES)
