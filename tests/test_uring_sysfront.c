@@ -10,7 +10,8 @@
  * a bad pointer, a bad mmap offset or length), a wait ended by a timeout (-ETIME) and by a
  * signal (-EINTR); the hazards: every signal blocked with pthread_sigmask (SIGSYS stays
  * deliverable), the program's own SIGSYS handler (read back, called for raise(), never for a
- * trap), a thread started after the filter and one started before it, fork, an execve with an empty environment (the child keeps the preload and
+ * trap), a thread started after the filter, one started before it, one on a 16 KiB
+ * sigaltstack, fork, an execve with an empty environment (the child keeps the preload and
  * uses a ring), close of the ring (then -EBADF), mmap and close of the program's own file at a
  * number in the range; a raw rt_sigprocmask that blocks SIGSYS ends the process at its next
  * trap (the documented limit). */
@@ -206,6 +207,49 @@ static void inline_site(struct rawring *r)
 }
 #endif
 
+#if defined(__x86_64__)
+/* A thread with an alternate signal stack of 16 KiB (the handler runs there, SA_ONSTACK):
+ * trapped setup, register and enter (inline sites of their own) work. */
+static void *altstack_ring(void *arg)
+{
+	(void)arg;
+	stack_t ss = { .ss_sp = malloc(16384), .ss_size = 16384 };
+	CHECK(ss.ss_sp);
+	memset(ss.ss_sp, 0xa5, ss.ss_size);
+	CHECK_EQ(sigaltstack(&ss, NULL), 0);
+	struct io_uring_params p;
+	memset(&p, 0, sizeof p);
+	long fd, ret;
+	__asm__ volatile("syscall" : "=a"(fd) : "a"((long)__NR_io_uring_setup), "D"(4l), "S"(&p)
+			 : "rcx", "r11", "memory");
+	CHECK(fd >= 0);
+	int files[1] = { -1 };
+	register long r10 __asm__("r10") = 1;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"((long)__NR_io_uring_register), "D"(fd),
+			 "S"((long)IORING_REGISTER_FILES), "d"(files), "r"(r10) : "rcx", "r11", "memory");
+	CHECK_EQ(ret, 0);
+	register long r10b __asm__("r10") = IORING_ENTER_GETEVENTS;
+	register long r8 __asm__("r8") = 0;
+	register long r9 __asm__("r9") = 8;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"((long)__NR_io_uring_enter), "D"(fd), "S"(0l), "d"(0l),
+			 "r"(r10b), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(close((int)fd), 0);
+	if (emulated) {      /* the handler ran there (SA_ONSTACK): its top was written */
+		const unsigned char *top = (const unsigned char *)ss.ss_sp + ss.ss_size - 1024;
+		int used = 0;
+		for (int i = 0; i < 1024; i++)
+			used |= top[i] != 0xa5;
+		CHECK(used);
+	}
+	ss.ss_flags = SS_DISABLE;
+	void *mem = ss.ss_sp;
+	CHECK_EQ(sigaltstack(&ss, NULL), 0);
+	free(mem);
+	return NULL;
+}
+#endif
+
 static volatile sig_atomic_t prog_sigsys, alarms;
 static void on_prog_sigsys(int sig) { (void)sig; prog_sigsys++; }
 static void on_alarm(int sig) { (void)sig; alarms++; }
@@ -321,6 +365,10 @@ static void body(void)
 	pthread_t th;
 	CHECK_EQ(pthread_create(&th, NULL, thread_ring, NULL), 0);   /* starts with all blocked */
 	CHECK_EQ(pthread_join(th, NULL), 0);
+#if defined(__x86_64__)
+	CHECK_EQ(pthread_create(&th, NULL, altstack_ring, NULL), 0);
+	CHECK_EQ(pthread_join(th, NULL), 0);
+#endif
 	/* a thread started before the filter (tests/lib/early_thread.c's constructor) has it */
 	int (*early_run)(int (*)(void)) = (int (*)(int (*)(void)))dlsym(RTLD_DEFAULT, "early_thread_run");
 	int (*early_mode)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "early_thread_seccomp_at_start");
