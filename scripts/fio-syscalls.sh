@@ -31,9 +31,12 @@
 #   --t-io-uring  fio's t/io_uring, built from Debian's fio source package (apt-get
 #                 source fio, deb-src lines added as scripts/liburing-tests.sh adds
 #                 them; the build is cached in -B DIR), through the front on a file:
-#                 plain (-p0 -B0 -F0 -X0), -F1, -B1, -X1 (registered ring), -O0
-#                 (buffered), -S1 (preadv2, no ring), -p1 (IOPOLL), -N1 (no-ops);
-#                 the kernel's ring runs the same without noring where it works
+#                 plain (-p0 -B0 -F0 -X0), -F1, -B1, -X1 (registered ring: the
+#                 front refuses IORING_REGISTER_RING_FDS, t/io_uring goes on
+#                 without), -O0 (buffered), -d1, -p1 (IOPOLL), -N1 (no-ops), -S1
+#                 (preadv2, no ring). A run passes on exit 0, a "Maximum IOPS"
+#                 above 0 and no "unexpected ret". The kernel's ring runs the same
+#                 without noring, for comparison (not checked)
 #   options:
 #   -N PATH   the noring launcher (default $O/noring; O defaults to .)
 #   -U PATH   urfs-uring (default $O/urfs-uring)
@@ -53,7 +56,7 @@
 # runtime goes in LD_PRELOAD and ASan's link-order check is off (urfs-uring puts
 # the drop-in first). Must never: pass a job that did not run under noring with
 # the front (each mode first checks that fio's io_uring engine fails under noring
-# alone, and works through the front), or count a skip as a pass.
+# alone), or count a skip as a pass.
 set -u
 O=${O:-.}
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -55,6 +55,13 @@ static double now_ns(void)
 
 typedef int enter_fn(unsigned, unsigned, unsigned, unsigned, void *);
 
+/* getppid as an enter_fn: a plain system call, for scale */
+static int plain_call(unsigned fd, unsigned a, unsigned b, unsigned c, void *d)
+{
+	(void)fd, (void)a, (void)b, (void)c, (void)d;
+	return syscall(SYS_getppid) < 0 ? -errno : 0;
+}
+
 /* ns per call of n enters (nothing to submit), through the system call or fn. */
 static double per_call(int fd, long n, enter_fn *fn, int *err)
 {
@@ -156,5 +163,9 @@ int main(int argc, char **argv)
 		return fail("io_uring_enter (the function)", err);
 	printf("function io_uring_enter: %.0f ns\n", direct);
 	printf("trap cost: %.0f ns\n", trapped - direct);
+	double plain = median_of(fd, n, plain_call, &err);
+	if (plain < 0)
+		return fail("getppid", err);
+	printf("plain system call (getppid): %.0f ns\n", plain);
 	return 0;
 }
