@@ -357,7 +357,8 @@ tiou() {
 	if [ $st = 0 ] && [ -n "$iops" ] && [ "$iops" != 0 ] && ! grep -q 'unexpected ret\|doesn.t support' "$out"; then
 		echo "ok $iops"
 	else
-		echo "exit $st: $(grep -v '^\(Engine\|submitter\|polled\|Added\|IOPS\|Exiting\)' "$out" | tr '\n' ' ' | cut -c1-60)"
+		echo "exit $st: $( (grep -m 1 -o 'unexpected ret=-\{0,1\}[0-9]*' "$out" ||
+			grep -v '^\(Engine\|submitter\|polled\|Added\|IOPS\|Exiting\)' "$out") | tr '\n' ' ' | cut -c1-40)"
 	fi
 }
 
