@@ -54,6 +54,9 @@ TOOLS      := $(TOOL_SRC:tools/%.c=$(O)/%)
 TESTS      := $(TEST_SRC:tests/%.c=$(OBJ)/t/%)
 # Shared objects the tests LD_PRELOAD into programs (tests/lib/NAME.c -> obj/t/libNAME.so).
 TESTLIBS   := $(TESTLIB_SRC:tests/lib/%.c=$(OBJ)/t/lib%.so)
+# Programs the scripts run (tests/progs/NAME.c -> obj/progs/NAME); uring_which is
+# built by scripts/test-deb.sh against liburing-dev instead.
+PROGS_T    := $(OBJ)/progs/trap_cost
 
 LIBSFS     := $(OBJ)/libsfs.a
 # The server's parts but main.o: the server links them, and so do the tests that
@@ -100,7 +103,7 @@ all: runtime $(TESTS) java
 # What any test needs besides its own program: scripts/mutate.sh builds this and the
 # tests a mutant names, not every test (a change to a library relinks all of them).
 # (The Java parts are not in it: no mutant names a Java test.)
-runtime: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTLIBS) $(UNINST_PC)
+runtime: progs $(SQLITE_EXT) $(SQLITE_A) $(TESTLIBS) $(PROGS_T) $(UNINST_PC)
 progs: $(LIBSFS) $(LIBSERVER) $(LIBUR) $(LIBURING) $(SYSFRONT) $(SERVER) $(TOOLS) $(BENCH)
 
 $(OBJ)/%.o: %.c
@@ -196,6 +199,12 @@ $(URING_TESTS): $(OBJ)/t/%: $(OBJ)/tests/%.o $(LIBURING)
 $(OBJ)/t/lib%.so: tests/lib/%.c tests/crash_trace.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
+
+# trap_cost (scripts/fio-syscalls.sh --bench) runs under the front's preload, which
+# is not sanitized: no sanitizer in it either (it finds io_uring_enter by dlsym).
+$(OBJ)/progs/trap_cost: tests/progs/trap_cost.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -std=gnu11 $(WARN) -O2 -g -o $@ $< -ldl
 
 # SQLite tests link the VFS and Debian's libsqlite3.
 $(OBJ)/t/test_sqlite_%: $(OBJ)/tests/test_sqlite_%.o $(SQLITE_A) $(LIBSFS) $(LIBUR)

@@ -76,8 +76,6 @@ case $SETUPS in none) ;; *[!abcd]*|"") echo "liburing-tests: -s $SETUPS: letters
 case $JOBS in ''|0*|*[!0-9]*) echo "liburing-tests: -j $JOBS: a number of programs, 1 or more"; exit 2 ;; esac
 
 skip() { echo "liburing-tests: SKIP: $*"; exit 77; }
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO=sudo
 
 mkdir -p "$BUILD" || skip "cannot create $BUILD"
 BUILD=$(cd "$BUILD" && pwd)
@@ -88,47 +86,11 @@ DROPIN=$(abs "$DROPIN"); NORING=$(abs "$NORING"); [ -n "$CHECK" ] && CHECK=$(abs
 BIN=$BUILD/bin
 
 # --- fetch: apt-get source liburing (Debian 12: 2.3) -------------------------
-# Adds deb-src entries beside every Debian "Types: deb" stanza (deb822) or
-# "deb http://deb.debian.org..." line, in a file of its own, once.
-enable_deb_src() {
-	local f=/etc/apt/sources.list.d/urfs-deb-src.sources
-	[ -e "$f" ] && return 0
-	local tmp
-	tmp=$(mktemp) || return 1
-	for s in /etc/apt/sources.list.d/*.sources; do
-		[ -e "$s" ] || continue
-		# Stanzas whose Types is exactly "deb" (one with deb-src already needs nothing).
-		awk 'BEGIN { RS = ""; ORS = "\n\n" }
-		     /(^|\n)Types: deb(\n|$)/ && /URIs: [^\n]*debian/ { sub(/Types: deb/, "Types: deb-src"); print }' "$s" >> "$tmp"
-	done
-	for s in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -e "$s" ] || continue
-		grep -E '^deb [^#]*debian' "$s" | while read -r _ rest; do
-			# One-line format: write it as a deb822 stanza.
-			set -- $rest
-			case $1 in \[*) shift ;; esac
-			printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: %s\n\n' "$1" "$2" "${*:3}"
-		done >> "$tmp"
-	done
-	if [ ! -s "$tmp" ]; then rm -f "$tmp"; return 1; fi
-	$SUDO install -m 644 "$tmp" "$f"; local r=$?
-	rm -f "$tmp"
-	return $r
-}
-
+. "$(dirname "$0")/deb-src.sh"
 fetch() {
 	SRC=$(ls -d "$BUILD"/src/liburing-*/ 2>/dev/null | head -n 1)
 	[ -n "$SRC" ] && [ -f "$SRC/test/helpers.c" ] && return 0
-	command -v apt-get >/dev/null || skip "no apt-get: cannot fetch Debian's liburing source package"
-	command -v dpkg-source >/dev/null || skip "no dpkg-source (package dpkg-dev): cannot unpack liburing's source package"
-	mkdir -p "$BUILD/src"
-	if ! (cd "$BUILD/src" && apt-get source --print-uris liburing >/dev/null 2>&1); then
-		enable_deb_src || skip "cannot add deb-src lines to apt's sources (root or sudo needed)"
-		$SUDO apt-get update -qq >"$BUILD/apt-update.log" 2>&1 ||
-			skip "apt-get update failed: $(tail -n 1 "$BUILD/apt-update.log")"
-	fi
-	(cd "$BUILD/src" && timeout 600 apt-get source -qq liburing) >"$BUILD/apt-source.log" 2>&1 ||
-		skip "apt-get source liburing failed: $(grep -v '^W:' "$BUILD/apt-source.log" | tail -n 1)"
+	deb_source liburing "$BUILD/src" || skip "$DEB_SRC_WHY"
 	SRC=$(ls -d "$BUILD"/src/liburing-*/ 2>/dev/null | head -n 1)
 	[ -n "$SRC" ] && [ -f "$SRC/test/helpers.c" ] || skip "apt-get source liburing gave no test/helpers.c"
 }

@@ -1040,6 +1040,20 @@ static void *sqp_main(void *arg)
 			last = now_ns();
 			continue;
 		}
+		/* Kernel AIO in flight (O_DIRECT): post its completions here, as the
+		 * kernel's SQPOLL thread runs its task work; a program that polls
+		 * the CQ and never enters (fio's engine) sees them, and the poller
+		 * does not sleep while they are due. */
+		struct ureq *run = NULL;
+		pthread_mutex_lock(&r->lock);
+		int aio = r->aio_inflight;
+		if (aio)
+			kaio_reap_locked(r, &run);
+		pthread_mutex_unlock(&r->lock);
+		if (run)
+			exec_issue_list(run, CTX_INLINE);
+		if (aio)
+			last = now_ns();
 		if (now_ns() - last < idle_ns) {
 			sched_yield();
 			continue;
