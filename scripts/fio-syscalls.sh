@@ -322,6 +322,10 @@ bench() {
 	echo "buffered qd32 front/psync: $(ratio "${M[b32-front]}" "${M[b32-aio]}"), batch 32: $(ratio "${M[b32b-front]}" "${M[b32b-aio]}") (target 1.0x)"
 	echo "O_DIRECT qd1 front/libaio: $(ratio "${M[d1-front]}" "${M[d1-aio]}"); buffered qd1 front/psync: $(ratio "${M[b1-front]}" "${M[b1-aio]}")"
 	# shellcheck disable=SC2046
+	echo "each inline io_uring_enter a trap (URING_SYSCALLS_PATCH=0):"
+	URING_SYSCALLS_PATCH=0 $(runner front) "$cost" || fail "trap_cost through the front failed"
+	echo "the inline site patched into a call at its first trap (the default):"
+	# shellcheck disable=SC2046
 	$(runner front) "$cost" || fail "trap_cost through the front failed"
 	exit 0
 }

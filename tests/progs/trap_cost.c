@@ -4,13 +4,17 @@
  * trap_cost`). It makes a ring with the raw io_uring_setup system call and maps
  * its three regions itself (IORING_OFF_SQ_RING, CQ_RING, SQES), as fio's engine
  * does, and checks them with one NOP through the mapped rings; then it times N
- * io_uring_enter(fd, 0, 0, 0) system calls (nothing to submit: under the front
- * each is a seccomp trap and a SIGSYS) and N calls of the io_uring_enter()
- * function of the liburing.so.2 in the process (the drop-in's function front:
- * no trap), 5 rounds each, and prints the medians per call and their difference:
- *   trapped io_uring_enter: N ns
+ * io_uring_enter(fd, 0, 0, 0) calls (nothing to submit) made as fio makes them,
+ * an inline `mov $426,%eax; syscall` (under the front a seccomp trap and a
+ * SIGSYS each with URING_SYSCALLS_PATCH=0; else the site is patched into a call
+ * at its first trap), N through libc's syscall() (served by the preload's
+ * wrapper), and N calls of the io_uring_enter() function of the liburing.so.2
+ * in the process (the drop-in's function front), 5 rounds each, and prints the
+ * medians per call:
+ *   inline io_uring_enter: N ns
+ *   syscall() io_uring_enter: N ns
  *   function io_uring_enter: N ns
- *   trap cost: N ns
+ *   inline - function: N ns
  * Without a liburing.so.2 loaded, the function line says so. Where the kernel's
  * io_uring works and nothing is emulated, the first line is the kernel's call.
  *
@@ -40,10 +44,35 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
+/* io_uring_enter as fio's engine makes it on x86-64: the instruction inline,
+ * `mov $426,%eax; syscall` (one site: the front traps it, and unless
+ * URING_SYSCALLS_PATCH=0 turns the site into a call at its first trap);
+ * elsewhere libc's syscall(). -errno on failure. */
 static long sys_enter(int fd, unsigned sub, unsigned min, unsigned flags)
 {
+#if defined(__x86_64__)
+	long r;
+	register long r10 __asm__("r10") = flags;
+	register long r8 __asm__("r8") = 0;
+	register long r9 __asm__("r9") = 0;
+	__asm__ volatile(".p2align 3\n"
+			 "mov $426, %%eax\n"
+			 "syscall\n"
+			 : "=a"(r)
+			 : "D"((long)fd), "S"((long)sub), "d"((long)min), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return r;
+#else
 	long r = syscall(__NR_io_uring_enter, fd, sub, min, flags, NULL, 0L);
 	return r < 0 ? -errno : r;
+#endif
+}
+
+/* the same through libc's syscall() (the front's preload serves it with no trap) */
+static int libc_enter(unsigned fd, unsigned a, unsigned b, unsigned c, void *d)
+{
+	long r = syscall(__NR_io_uring_enter, fd, a, b, c, d, 0L);
+	return r < 0 ? -errno : (int)r;
 }
 
 static double now_ns(void)
@@ -152,7 +181,11 @@ int main(int argc, char **argv)
 	double trapped = median_of(fd, n, NULL, &err);
 	if (trapped < 0)
 		return fail("io_uring_enter (system call)", err);
-	printf("trapped io_uring_enter: %.0f ns\n", trapped);
+	printf("inline io_uring_enter: %.0f ns\n", trapped);
+	double viasys = median_of(fd, n, libc_enter, &err);
+	if (viasys < 0)
+		return fail("io_uring_enter (libc's syscall())", err);
+	printf("syscall() io_uring_enter: %.0f ns\n", viasys);
 	enter_fn *fn = (enter_fn *)dlsym(RTLD_DEFAULT, "io_uring_enter");
 	if (!fn) {
 		printf("function io_uring_enter: no liburing.so.2 in the process\n");
@@ -162,7 +195,7 @@ int main(int argc, char **argv)
 	if (direct < 0)
 		return fail("io_uring_enter (the function)", err);
 	printf("function io_uring_enter: %.0f ns\n", direct);
-	printf("trap cost: %.0f ns\n", trapped - direct);
+	printf("inline - function: %.0f ns\n", trapped - direct);
 	double plain = median_of(fd, n, plain_call, &err);
 	if (plain < 0)
 		return fail("getppid", err);

@@ -38,6 +38,7 @@
 #if defined(__x86_64__)
 
 unsigned long front_xsave_size;              /* bytes of the xsave area (asm below) */
+static void (*entry)(void);                  /* front_entry or front_entry_c */
 static int patch_off = -1;                   /* -1: not decided yet */
 
 /* What the stub calls: the front, errno kept (a system call leaves it alone). */
@@ -51,55 +52,60 @@ __attribute__((visibility("hidden"), used)) long front_stub_call(long nr, const 
 
 /* front_entry: called by a site's stub with rax = the system call's number and its
  * arguments in rdi, rsi, rdx, r10, r8, r9; returns the result in rax with everything
- * else as it was (rcx and r11 as a syscall leaves them: clobbered). */
-__asm__(
-	".text\n"
-	".p2align 4\n"
-	".type front_entry, @function\n"
-	"front_entry:\n"
-	"	pushfq\n"
-	"	push %rbp\n"
-	"	mov %rsp, %rbp\n"
-	"	sub $8, %rsp\n"                    /* -8(%rbp): the result */
-	"	push %r9\n"
-	"	push %r8\n"
-	"	push %r10\n"
-	"	push %rdx\n"
-	"	push %rsi\n"
-	"	push %rdi\n"                       /* -56(%rbp): a[0..5] */
-	"	cld\n"
-	"	mov %rax, %rdi\n"
-	"	mov %rsp, %rsi\n"
-	"	sub front_xsave_size(%rip), %rsp\n"
-	"	and $-64, %rsp\n"
-	"	movq $0, 512(%rsp)\n"              /* the xsave header must start zeroed */
-	"	movq $0, 520(%rsp)\n"
-	"	movq $0, 528(%rsp)\n"
-	"	movq $0, 536(%rsp)\n"
-	"	movq $0, 544(%rsp)\n"
-	"	movq $0, 552(%rsp)\n"
-	"	movq $0, 560(%rsp)\n"
-	"	movq $0, 568(%rsp)\n"
-	"	mov $-1, %eax\n"
-	"	mov $-1, %edx\n"
-	"	xsave (%rsp)\n"
-	"	call front_stub_call\n"
-	"	mov %rax, -8(%rbp)\n"
-	"	mov $-1, %eax\n"
-	"	mov $-1, %edx\n"
-	"	xrstor (%rsp)\n"
-	"	lea -56(%rbp), %rsp\n"
-	"	pop %rdi\n"
-	"	pop %rsi\n"
-	"	pop %rdx\n"
-	"	pop %r10\n"
-	"	pop %r8\n"
-	"	pop %r9\n"
-	"	mov -8(%rbp), %rax\n"
-	"	leave\n"
-	"	popfq\n"
-	"	ret\n"
-	".size front_entry, .-front_entry\n");
+ * else as it was (rcx and r11 as a syscall leaves them: clobbered). Two builds of it:
+ * with xsavec (the compacted form, which skips state in its initial configuration:
+ * upper AVX-512 halves nobody used) where the CPU has it, else with xsave. */
+#define FRONT_ENTRY(name, save) __asm__( \
+	".text\n" \
+	".p2align 4\n" \
+	".type " #name ", @function\n" \
+	#name ":\n" \
+	"	pushfq\n" \
+	"	push %rbp\n" \
+	"	mov %rsp, %rbp\n" \
+	"	sub $8, %rsp\n"                    /* -8(%rbp): the result */ \
+	"	push %r9\n" \
+	"	push %r8\n" \
+	"	push %r10\n" \
+	"	push %rdx\n" \
+	"	push %rsi\n" \
+	"	push %rdi\n"                       /* -56(%rbp): a[0..5] */ \
+	"	cld\n" \
+	"	mov %rax, %rdi\n" \
+	"	mov %rsp, %rsi\n" \
+	"	sub front_xsave_size(%rip), %rsp\n" \
+	"	and $-64, %rsp\n" \
+	"	movq $0, 512(%rsp)\n"              /* the xsave header must start zeroed */ \
+	"	movq $0, 520(%rsp)\n" \
+	"	movq $0, 528(%rsp)\n" \
+	"	movq $0, 536(%rsp)\n" \
+	"	movq $0, 544(%rsp)\n" \
+	"	movq $0, 552(%rsp)\n" \
+	"	movq $0, 560(%rsp)\n" \
+	"	movq $0, 568(%rsp)\n" \
+	"	mov $-1, %eax\n" \
+	"	mov $-1, %edx\n" \
+	"	" save " (%rsp)\n" \
+	"	call front_stub_call\n" \
+	"	mov %rax, -8(%rbp)\n" \
+	"	mov $-1, %eax\n" \
+	"	mov $-1, %edx\n" \
+	"	xrstor (%rsp)\n" \
+	"	lea -56(%rbp), %rsp\n" \
+	"	pop %rdi\n" \
+	"	pop %rsi\n" \
+	"	pop %rdx\n" \
+	"	pop %r10\n" \
+	"	pop %r8\n" \
+	"	pop %r9\n" \
+	"	mov -8(%rbp), %rax\n" \
+	"	leave\n" \
+	"	popfq\n" \
+	"	ret\n" \
+	".size " #name ", .-" #name "\n")
+FRONT_ENTRY(front_entry, "xsave");
+FRONT_ENTRY(front_entry_c, "xsavec");
+void front_entry_c(void);
 void front_entry(void);
 
 /* A stub: a page of its own within 1 GiB of its site (written once, then
@@ -191,6 +197,8 @@ static int decide(void)
 	if (b < 576)
 		return 1;
 	front_xsave_size = b + 64;
+	__cpuid_count(0xd, 1, a, b, c, d);
+	entry = (a & 2) ? front_entry_c : front_entry;      /* XSAVEC */
 	return 0;
 }
 
@@ -224,7 +232,7 @@ static void patch(void *call_addr, int nr)
 	if (!base)
 		return;
 	void (**slot)(void) = (void (**)(void))base;
-	*slot = front_entry;                                     /* the stub calls through it */
+	*slot = entry;                                           /* the stub calls through it */
 	unsigned char *s = base + 16, *p = s;
 	memcpy(p, "\x48\x8d\x64\x24\x80", 5), p += 5;            /* lea -128(%rsp),%rsp */
 	*p++ = 0xb8, put32(p, nr), p += 4;                       /* mov $nr,%eax */
