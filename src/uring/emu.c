@@ -813,29 +813,35 @@ void emu_mshot_run(struct emu_ring *r)
 	}
 }
 
-/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR, or
+/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR (0
+ * when the CQ holds any CQE then, fewer than min, as the kernel's), or
  * -EBUSY when too few are ready and this process's overflowed CQEs cannot
  * be moved in (another process keeps the CQ lock: xproc.c), as the kernel's
  * wait answers when it cannot flush its overflow. Multishots their set says
  * were woken run here first (as the kernel runs its task work when the
  * program waits), not only on the reactor thread. A ring shared across fork
  * is looked at every EMU_SHARED_LOOK_MS at least: another process may have
- * eaten the eventfd's count (it shares the file) or set the shared flag. */
+ * eaten the eventfd's count (it shares the file) or set the shared flag.
+ * A TIMEOUT that expires or meets its count while it waits ends the wait
+ * with fewer than min, as the kernel's (its cq_timeouts). */
 static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const void *sig, size_t sigsz)
 {
 	sigset_t mask, *maskp = NULL;
 	if (min > r->cq_entries)
 		min = r->cq_entries;
-	int flushed_others = 0;
+	int flushed_others = 0, first = 1;
+	unsigned timeouts = 0;
 	for (;;) {
 		struct ureq *run = NULL;
 		pthread_mutex_lock(&r->lock);
+		if (first)
+			timeouts = r->cq_timeouts, first = 0;
 		if (r->aio_inflight)
 			kaio_reap_locked(r, &run);
 		int stuck = emu_flush_overflow_locked(r);
 		if (r->ms_armed)
 			reactor_mshot_harvest_locked(r, &run);
-		int enough = cq_ready(r) >= min || r->dying;
+		int enough = cq_ready(r) >= min || r->dying || r->cq_timeouts != timeouts;
 		if (stuck < 0 && !enough && !run) {
 			pthread_mutex_unlock(&r->lock);
 			return stuck;
@@ -854,7 +860,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const vo
 			efd_clear_locked(r);
 			if (r->aio_inflight)
 				kaio_reap_locked(r, &run);
-			enough = cq_ready(r) >= min;
+			enough = cq_ready(r) >= min || r->cq_timeouts != timeouts;
 		}
 		if (enough && !run && r->ms_running && !r->dying)
 			ms_settle_locked(r, deadline);
@@ -879,7 +885,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const vo
 		if (deadline || r->xs) {
 			uint64_t now = now_ns(), d = EMU_SHARED_LOOK_MS * 1000000ull;
 			if (deadline && now >= deadline)
-				return -ETIME;
+				return cq_ready(r) ? 0 : -ETIME;
 			if (deadline && (!r->xs || deadline - now < d))
 				d = deadline - now;
 			ts.tv_sec = (time_t)(d / 1000000000ull);
@@ -890,7 +896,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const vo
 		int pr = ppoll(&pfd, 1, tsp, maskp);
 		flushed_others = 0;          /* once per wake-up: more may have overflowed there */
 		if (pr < 0 && errno == EINTR)
-			return -EINTR;
+			return cq_ready(r) ? 0 : -EINTR;
 	}
 }
 

@@ -266,6 +266,8 @@ struct emu_ring {
 	int drain_disabled;            /* an SQE had IOSQE_CQE_SKIP_SUCCESS: IO_DRAIN is -EOPNOTSUPP from then on */
 	int drain_next;                /* the chain after one with an IO_DRAIN past its head is drained too */
 	struct ureq *counted, *counted_tail;  /* TIMEOUTs waiting for a completion count, by target */
+	unsigned cq_timeouts;          /* TIMEOUTs that expired or met their count: a wait
+	                                * for CQEs ends when it moves (the kernel's cq_timeouts) */
 	int evfd, evfd_async;          /* registered eventfd */
 	/* registered resources */
 	struct iovec *bufs;
