@@ -549,7 +549,7 @@ int emu_close(struct emu_ring *r)
 	}
 	xproc_untrack(r);
 	if (r->xs)
-		xproc_leave(r);       /* shared: what this process runs is cancelled, it leaves */
+		xproc_leave(r, 1);    /* shared: what this process runs is cancelled, it leaves */
 	pthread_mutex_lock(&r->lock);
 	r->dying = 1;
 	pthread_mutex_unlock(&r->lock);

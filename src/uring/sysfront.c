@@ -194,6 +194,11 @@ static long mmap_ring(struct emu_ring *r, const long *a)
 	return (long)p;
 }
 
+EXPORT void urfs_sysfront_exec(void)
+{
+	xproc_exec();
+}
+
 EXPORT long urfs_sysfront_call(long nr, const long *a)
 {
 	struct emu_ring *r;

@@ -27,5 +27,9 @@
 int urfs_sysfront_start(void);
 /* Serves trapped system call nr with arguments a[0..5]: its return value, -errno on error. */
 long urfs_sysfront_call(long nr, const long *a);
+/* This process is about to exec: its requests on rings shared across fork are
+ * cancelled (-ECANCELED CQEs), as the kernel cancels a task's at exec. Never
+ * from a vfork()ed child (it would act on the parent's rings). */
+void urfs_sysfront_exec(void);
 
 #endif
