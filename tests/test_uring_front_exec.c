@@ -5,12 +5,11 @@
  * code calls execve past any wrapper, and execv); the parent then finds both CQEs, -ECANCELED,
  * well before the 10 s (liburing's test/timeout.c, test_timeout_link_cancel, waited for ever).
  * A vfork()ed child that execs shares its parent's memory: the parent's own request stays.
- * The program runs itself again with the front's two libraries in LD_PRELOAD (from the drop-in's
- * folder) and URING_EMULATE=1, which puts the front's filter in place where the kernel's io_uring
- * works too. Must never: pass when the front did not start (the re-run checks its maps).
+ * Run under the front by tu_front_main (test_uring_front.h). Must never: pass when the front
+ * did not start (tu_front_main checks the maps).
  */
 #include "test_uring.h"
-#include <libgen.h>
+#include "test_uring_front.h"
 #include <time.h>
 
 static uint64_t ms_now(void)
@@ -18,18 +17,6 @@ static uint64_t ms_now(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
-static int front_loaded(void)
-{
-	char line[4096];
-	int found = 0;
-	FILE *f = fopen("/proc/self/maps", "r");
-	while (f && fgets(line, sizeof line, f))
-		found |= strstr(line, "liburfs_syscalls.so") != NULL;
-	if (f)
-		fclose(f);
-	return found;
 }
 
 /* A child submits TIMEOUT(10 s) -> NOP on a new ring and execs /bin/true (with execl or
@@ -80,9 +67,6 @@ static void exec_cancels(int use_execl)
 static int front_body(void)
 {
 	struct io_uring ring;
-	tu_mode = TU_ENV;
-	tu_mode_name = "front";
-	CHECK(front_loaded());
 	exec_cancels(1);
 	exec_cancels(0);
 	CHECK_EQ(io_uring_queue_init(8, &ring, 0), 0);
@@ -120,25 +104,5 @@ static int front_body(void)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--front"))
-		return front_body();
-	tu_uring_check_lib();
-	Dl_info info;
-	CHECK(dladdr((void *)io_uring_setup, &info) && info.dli_fname);
-	char lib[4096], dir[4096], preload[8300];
-	snprintf(lib, sizeof lib, "%s", info.dli_fname);
-	snprintf(dir, sizeof dir, "%s", dirname(lib));
-	snprintf(preload, sizeof preload, "%s/liburing.so.2:%s/liburfs_syscalls.so", dir, dir);
-	char front[4200];
-	snprintf(front, sizeof front, "%s/liburfs_syscalls.so", dir);
-	if (access(front, R_OK) != 0) {
-		printf("FAIL: no %s (make builds it)\n", front);
-		return 1;
-	}
-	setenv("LD_PRELOAD", preload, 1);
-	setenv("URING_EMULATE", "1", 1);
-	fflush(stdout);
-	execl("/proc/self/exe", argv[0], "--front", (char *)NULL);
-	perror("exec /proc/self/exe");
-	return 1;
+	return tu_front_main(argc, argv, front_body);
 }

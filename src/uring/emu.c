@@ -16,6 +16,7 @@
  * masked or checked), read an argument pointer without ucopy(), or keep the
  * ring lock across a blocking system call.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -112,6 +113,39 @@ struct emu_ring *emu_alias(int fd)
 		}
 	}
 	return NULL;
+}
+
+/* Another number of this process that names ring r's eventfd (a dup() the
+ * program made and has not used yet), besides fd and the ring's own: marked
+ * as the ring's (an alias), or -1 when there is none. Looked for in
+ * /proc/self/fd, eventfds only: for a close, not on a fast path. */
+static int emu_alias_other(struct emu_ring *r, int fd)
+{
+	long id = ring_efd_id(r);
+	DIR *d = id >= 0 ? opendir("/proc/self/fd") : NULL;
+	int found = -1;
+	if (!d)
+		return -1;
+	for (struct dirent *e; found < 0 && (e = readdir(d));) {
+		char path[64], link[64];
+		int n = atoi(e->d_name);
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || n == fd || n == r->ifd || n == dirfd(d) ||
+		    n >= EMU_MAX_FD)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", n);
+		ssize_t len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		if (strstr(link, "[eventfd]") && efd_id(n) == id)
+			found = n;
+	}
+	closedir(d);
+	if (found >= 0) {
+		atomic_store_explicit(&r->aliased, 1, memory_order_relaxed);
+		atomic_store_explicit(&emu_tab[found], r, memory_order_release);
+	}
+	return found;
 }
 
 /* The library's own descriptors (the ring's private eventfd, the reactor's
@@ -572,11 +606,14 @@ int emu_close(struct emu_ring *r)
 }
 
 /* close(fd) of a program under the system-call front (sysfront.c): a ring's
- * last number closes the ring, as the kernel's ring goes with its last file;
- * another number is only closed. 0 or -errno. */
+ * last number closes the ring, as the kernel's ring goes with its last file
+ * (a dup() the program made counts, used or not); another number is only
+ * closed. 0 or -errno. */
 int emu_close_number(int fd)
 {
 	struct emu_ring *r = emu_find(fd);
+	if (r && !atomic_load_explicit(&r->aliased, memory_order_relaxed))
+		emu_alias_other(r, fd);
 	if (r && atomic_load_explicit(&r->aliased, memory_order_relaxed)) {
 		int others = 0;
 		for (int i = 0; i < EMU_MAX_FD && !others; i++)

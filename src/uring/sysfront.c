@@ -115,14 +115,20 @@ EXPORT int urfs_sysfront_start(void)
 	return 1;
 }
 
-/* The ring fd names: the ring, or NULL with *err the kernel's answer for it. */
+/* The ring fd names: the ring, or NULL with *err the kernel's answer for it.
+ * A number that is not open is -EBADF even where the table still names a
+ * ring: the program closed a dup() below the front's range (no trap). */
 static struct emu_ring *ring_of(int fd, long *err)
 {
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0) {
+		*err = -EBADF;
+		return NULL;
+	}
 	struct emu_ring *r = emu_find(fd);
-	if (!r && fd >= 0 && fcntl(fd, F_GETFD) >= 0)
+	if (!r)
 		r = emu_alias(fd);          /* a dup() of a ring's fd */
 	if (!r)
-		*err = fd < 0 || fcntl(fd, F_GETFD) < 0 ? -EBADF : -EOPNOTSUPP;
+		*err = -EOPNOTSUPP;
 	return r;
 }
 
