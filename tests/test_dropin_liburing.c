@@ -9,8 +9,9 @@
  * the same sources linked with Debian's liburing.a (setup f, built on first use
  * into $UR_BIN/liburing-tests/bin-static/), both under noring with the front's
  * preload: there only the tests tagged !front in the list run (-F: the raw
- * system-call users and the paths of the front that setup c does not take, about
- * 40 s of program time; a full check of e and f is `liburing-tests.sh -s ef -c`).
+ * system-call users and the paths of the front that setup c does not take: 8
+ * programs each, about a tenth of the program time of c and d; a full check of e
+ * and f is `liburing-tests.sh -s ef -c`).
  * A listed test that fails, hangs or crashes fails this one when it fails
  * again run alone (the runner tries each once more: timeout-new measures its
  * own waits, which a loaded machine stretches); a test passing unlisted is
