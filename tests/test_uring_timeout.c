@@ -10,6 +10,9 @@
  * read waited (a linked timeout armed on a waiting request fires at its deadline, not when it is
  * armed), a LINK_TIMEOUT linked to nothing fails its preparation (-EINVAL: the submission stops
  * there), and ASYNC_CANCEL cancels a pending read (-ECANCELED, cancel 0) or answers -ENOENT.
+ * As the kernel's: a TIMEOUT_REMOVE with a flag but the update ones is -EINVAL, a TIMEOUT that
+ * expires ends an io_uring_enter waiting for more CQEs, and a timed wait for 2 CQEs that finds 1
+ * when its time is up answers 0 (the CQ is not empty), not -ETIME.
  * Serial: bounds a waiting thread's own CPU time (tests/run.sh runs it alone).
  */
 #include "test_uring.h"
@@ -215,6 +218,39 @@ static void body(void)
 	CHECK_EQ(tu_find(c, 3, 30)->res, -ECANCELED);
 	CHECK_EQ(tu_find(c, 3, 31)->res, 0);
 	CHECK_EQ(tu_find(c, 3, 32)->res, -ENOENT);
+
+	/* a TIMEOUT_REMOVE takes no flags but the update ones: IORING_TIMEOUT_ABS alone is -EINVAL */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_timeout_remove(s, 777, IORING_TIMEOUT_ABS);
+	s->user_data = 33;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	tu_next(&ring, &c[0]);
+	CHECK_EQ(c[0].res, -EINVAL);
+
+	/* a TIMEOUT that expires ends an io_uring_enter waiting for more CQEs than there will be
+	 * (the kernel's cq_timeouts); the alarm ends the test if the wait does not end */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_timeout(s, &t50, 0, 0);
+	s->user_data = 34;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	alarm(10);
+	CHECK_EQ(io_uring_enter(ring.ring_fd, 0, 4, IORING_ENTER_GETEVENTS, NULL), 0);
+	alarm(0);
+	tu_next(&ring, &c[0]);
+	CHECK_EQ(c[0].user_data, 34);
+	CHECK_EQ(c[0].res, -ETIME);
+
+	/* a timed wait for 2 CQEs that finds 1 when its time is up answers 0, not -ETIME (the CQ
+	 * is not empty), as the kernel's */
+	s = io_uring_get_sqe(&ring);
+	io_uring_prep_nop(s);
+	s->user_data = 35;
+	CHECK_EQ(io_uring_submit(&ring), 1);
+	struct io_uring_getevents_arg ga = { .ts = (uint64_t)(uintptr_t)&t50 };
+	CHECK_EQ(io_uring_enter2(ring.ring_fd, 0, 2, IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+				 (sigset_t *)&ga, sizeof(ga)), 0);
+	tu_next(&ring, &c[0]);
+	CHECK_EQ(c[0].user_data, 35);
 
 	close(p[0]);
 	close(p[1]);

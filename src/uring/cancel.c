@@ -234,17 +234,19 @@ static void leave_post_running_locked(struct emu_ring *r, struct ureq *x)
 }
 
 /*
- * This process leaves a shared ring (it exits, or closes the ring): as the
- * kernel cancels a task's requests when it exits, each of its requests gets
- * -ECANCELED (chains and LINK_TIMEOUTs as a cancel would have them), except a
- * TIMEOUT that is not part of a chain, which is handed over to a process that
- * stays and fires there (or, if none can take it, is cancelled too). Ring
- * lock held; the ring is dying after it: nothing of this process posts again.
+ * This process leaves a shared ring (it exits, closes the ring or execs): as
+ * the kernel cancels a task's requests when it exits, each of its requests
+ * gets -ECANCELED (chains and LINK_TIMEOUTs as a cancel would have them),
+ * except, with handover (exit, close), a TIMEOUT that is not part of a chain,
+ * which is handed over to a process that stays and fires there (or, if none
+ * can take it, is cancelled too); an exec cancels those too, as the kernel's
+ * (io_uring_task_cancel). Ring lock held; the ring is dying after it: nothing
+ * of this process posts again.
  */
-void exec_leave_locked(struct emu_ring *r)
+void exec_leave_locked(struct emu_ring *r, int handover)
 {
 	struct ureq *run = NULL;
-	for (int again = 1; again;) {
+	for (int again = handover; again;) {
 		again = 0;
 		for (struct ureq *x = r->live; x; x = x->next) {
 			if (x->state != RS_TIMEOUT || x->sqe.opcode != IORING_OP_TIMEOUT || x->link)

@@ -16,6 +16,7 @@
  * masked or checked), read an argument pointer without ucopy(), or keep the
  * ring lock across a blocking system call.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -112,6 +113,39 @@ struct emu_ring *emu_alias(int fd)
 		}
 	}
 	return NULL;
+}
+
+/* Another number of this process that names ring r's eventfd (a dup() the
+ * program made and has not used yet), besides fd and the ring's own: marked
+ * as the ring's (an alias), or -1 when there is none. Looked for in
+ * /proc/self/fd, eventfds only: for a close, not on a fast path. */
+static int emu_alias_other(struct emu_ring *r, int fd)
+{
+	long id = ring_efd_id(r);
+	DIR *d = id >= 0 ? opendir("/proc/self/fd") : NULL;
+	int found = -1;
+	if (!d)
+		return -1;
+	for (struct dirent *e; found < 0 && (e = readdir(d));) {
+		char path[64], link[64];
+		int n = atoi(e->d_name);
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || n == fd || n == r->ifd || n == dirfd(d) ||
+		    n >= EMU_MAX_FD)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", n);
+		ssize_t len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		if (strstr(link, "[eventfd]") && efd_id(n) == id)
+			found = n;
+	}
+	closedir(d);
+	if (found >= 0) {
+		atomic_store_explicit(&r->aliased, 1, memory_order_relaxed);
+		atomic_store_explicit(&emu_tab[found], r, memory_order_release);
+	}
+	return found;
 }
 
 /* The library's own descriptors (the ring's private eventfd, the reactor's
@@ -333,7 +367,9 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 }
 
 /* emu_setup whose ring fd is at least min_fd and below EMU_FD_BASE (the
- * system-call front's range, sysfront.c): -EMFILE when none is free. */
+ * system-call front's range, sysfront.c) where one is free; else the number
+ * eventfd() gave, outside it (sysfront.c traps that one with a filter of
+ * its own). */
 int emu_setup_from(unsigned entries, struct io_uring_params *up, int min_fd)
 {
 	struct io_uring_params p;
@@ -460,14 +496,12 @@ int emu_setup_from(unsigned entries, struct io_uring_params *up, int min_fd)
 	}
 	if (min_fd > 0 && fd < min_fd) {
 		int h = fcntl(fd, F_DUPFD_CLOEXEC, min_fd);
-		close(fd);
-		if (h < 0 || h >= EMU_FD_BASE) {
-			if (h >= 0)
-				close(h);
-			err = -EMFILE;
-			goto fail;
+		if (h >= 0 && h < EMU_FD_BASE) {
+			close(fd);
+			fd = h;
+		} else if (h >= 0) {
+			close(h);            /* every number from min_fd up is taken: this one stays */
 		}
-		fd = h;
 	}
 	if (fd >= EMU_MAX_FD) {
 		int low = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -549,7 +583,7 @@ int emu_close(struct emu_ring *r)
 	}
 	xproc_untrack(r);
 	if (r->xs)
-		xproc_leave(r);       /* shared: what this process runs is cancelled, it leaves */
+		xproc_leave(r, 1);    /* shared: what this process runs is cancelled, it leaves */
 	pthread_mutex_lock(&r->lock);
 	r->dying = 1;
 	pthread_mutex_unlock(&r->lock);
@@ -572,11 +606,14 @@ int emu_close(struct emu_ring *r)
 }
 
 /* close(fd) of a program under the system-call front (sysfront.c): a ring's
- * last number closes the ring, as the kernel's ring goes with its last file;
- * another number is only closed. 0 or -errno. */
+ * last number closes the ring, as the kernel's ring goes with its last file
+ * (a dup() the program made counts, used or not); another number is only
+ * closed. 0 or -errno. */
 int emu_close_number(int fd)
 {
 	struct emu_ring *r = emu_find(fd);
+	if (r && !atomic_load_explicit(&r->aliased, memory_order_relaxed))
+		emu_alias_other(r, fd);
 	if (r && atomic_load_explicit(&r->aliased, memory_order_relaxed)) {
 		int others = 0;
 		for (int i = 0; i < EMU_MAX_FD && !others; i++)
@@ -813,29 +850,35 @@ void emu_mshot_run(struct emu_ring *r)
 	}
 }
 
-/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR, or
+/* Wait until min CQEs are ready; deadline 0 = none. 0, -ETIME or -EINTR (0
+ * when the CQ holds any CQE then, fewer than min, as the kernel's), or
  * -EBUSY when too few are ready and this process's overflowed CQEs cannot
  * be moved in (another process keeps the CQ lock: xproc.c), as the kernel's
  * wait answers when it cannot flush its overflow. Multishots their set says
  * were woken run here first (as the kernel runs its task work when the
  * program waits), not only on the reactor thread. A ring shared across fork
  * is looked at every EMU_SHARED_LOOK_MS at least: another process may have
- * eaten the eventfd's count (it shares the file) or set the shared flag. */
+ * eaten the eventfd's count (it shares the file) or set the shared flag.
+ * A TIMEOUT that expires or meets its count while it waits ends the wait
+ * with fewer than min, as the kernel's (its cq_timeouts). */
 static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const void *sig, size_t sigsz)
 {
 	sigset_t mask, *maskp = NULL;
 	if (min > r->cq_entries)
 		min = r->cq_entries;
-	int flushed_others = 0;
+	int flushed_others = 0, first = 1;
+	unsigned timeouts = 0;
 	for (;;) {
 		struct ureq *run = NULL;
 		pthread_mutex_lock(&r->lock);
+		if (first)
+			timeouts = r->cq_timeouts, first = 0;
 		if (r->aio_inflight)
 			kaio_reap_locked(r, &run);
 		int stuck = emu_flush_overflow_locked(r);
 		if (r->ms_armed)
 			reactor_mshot_harvest_locked(r, &run);
-		int enough = cq_ready(r) >= min || r->dying;
+		int enough = cq_ready(r) >= min || r->dying || r->cq_timeouts != timeouts;
 		if (stuck < 0 && !enough && !run) {
 			pthread_mutex_unlock(&r->lock);
 			return stuck;
@@ -854,7 +897,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const vo
 			efd_clear_locked(r);
 			if (r->aio_inflight)
 				kaio_reap_locked(r, &run);
-			enough = cq_ready(r) >= min;
+			enough = cq_ready(r) >= min || r->cq_timeouts != timeouts;
 		}
 		if (enough && !run && r->ms_running && !r->dying)
 			ms_settle_locked(r, deadline);
@@ -879,7 +922,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const vo
 		if (deadline || r->xs) {
 			uint64_t now = now_ns(), d = EMU_SHARED_LOOK_MS * 1000000ull;
 			if (deadline && now >= deadline)
-				return -ETIME;
+				return cq_ready(r) ? 0 : -ETIME;
 			if (deadline && (!r->xs || deadline - now < d))
 				d = deadline - now;
 			ts.tv_sec = (time_t)(d / 1000000000ull);
@@ -890,7 +933,7 @@ static int wait_cq(struct emu_ring *r, unsigned min, uint64_t deadline, const vo
 		int pr = ppoll(&pfd, 1, tsp, maskp);
 		flushed_others = 0;          /* once per wake-up: more may have overflowed there */
 		if (pr < 0 && errno == EINTR)
-			return -EINTR;
+			return cq_ready(r) ? 0 : -EINTR;
 	}
 }
 

@@ -185,6 +185,7 @@ int timeouts_count_locked(struct emu_ring *r, struct ureq **run)
 	while (r->counted && r->ncompleted >= r->counted->target) {
 		struct ureq *x = r->counted;
 		timer_del_locked(x);
+		r->cq_timeouts++;
 		exec_complete_locked(x, 0, run);
 		n++;
 	}
@@ -219,8 +220,10 @@ static void expire_locked(struct emu_ring *r, uint64_t now, uint64_t *next, stru
 		timer_del_locked(x);
 		if (x->sqe.opcode == IORING_OP_LINK_TIMEOUT)
 			fire_lt_locked(r, x, run);
-		else
+		else {
+			r->cq_timeouts++;
 			exec_complete_locked(x, -ETIME, run);
+		}
 	}
 	*next = r->th_n ? r->th[0]->deadline : UINT64_MAX;
 }

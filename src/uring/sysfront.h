@@ -16,7 +16,9 @@
 /* Rings made through the front get fd numbers in [SYSFRONT_FD_LO, SYSFRONT_FD_HI):
  * the filter traps mmap() and close() of numbers in that range only, so a
  * program's other files never trap (unless it has that many open). HI is
- * EMU_FD_BASE, where the library's own descriptors start. */
+ * EMU_FD_BASE, where the library's own descriptors start. A ring made when
+ * the program holds every number of the range keeps the number it got, and a
+ * filter of its own traps that number (sysfront.c, trap_number: 64 at most). */
 #define SYSFRONT_FD_LO 384
 #define SYSFRONT_FD_HI 512
 
@@ -27,5 +29,9 @@
 int urfs_sysfront_start(void);
 /* Serves trapped system call nr with arguments a[0..5]: its return value, -errno on error. */
 long urfs_sysfront_call(long nr, const long *a);
+/* This process is about to exec: its requests on rings shared across fork are
+ * cancelled (-ECANCELED CQEs), as the kernel cancels a task's at exec. Never
+ * from a vfork()ed child (it would act on the parent's rings). */
+void urfs_sysfront_exec(void);
 
 #endif

@@ -37,7 +37,12 @@ int timeout_remove_prep(struct emu_ring *r, struct ureq *q)
 	(void)r;
 	if (s->buf_index || s->len || s->splice_fd_in || s->ioprio || (s->flags & IOSQE_FIXED_FILE))
 		return -EINVAL;
-	if (s->timeout_flags & IORING_TIMEOUT_UPDATE) {
+	unsigned fl = s->timeout_flags, upd = IORING_TIMEOUT_UPDATE | IORING_LINK_TIMEOUT_UPDATE;
+	if (!(fl & upd))
+		return fl ? -EINVAL : 0;     /* a removal takes no flags, as the kernel's */
+	if (fl & ~(upd | IORING_TIMEOUT_ABS))
+		return -EINVAL;
+	if (fl & IORING_TIMEOUT_UPDATE) {
 		if (ucopy(&q->ts, (void *)(uintptr_t)s->off, sizeof(q->ts)) < 0)
 			return -EFAULT;
 		if (q->ts.tv_sec < 0 || q->ts.tv_nsec < 0 || q->ts.tv_nsec >= 1000000000)

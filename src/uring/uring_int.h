@@ -266,6 +266,8 @@ struct emu_ring {
 	int drain_disabled;            /* an SQE had IOSQE_CQE_SKIP_SUCCESS: IO_DRAIN is -EOPNOTSUPP from then on */
 	int drain_next;                /* the chain after one with an IO_DRAIN past its head is drained too */
 	struct ureq *counted, *counted_tail;  /* TIMEOUTs waiting for a completion count, by target */
+	unsigned cq_timeouts;          /* TIMEOUTs that expired or met their count: a wait
+	                                * for CQEs ends when it moves (the kernel's cq_timeouts) */
 	int evfd, evfd_async;          /* registered eventfd */
 	/* registered resources */
 	struct iovec *bufs;
@@ -433,7 +435,8 @@ void kaio_thread_fini(void);
 void xproc_track(struct emu_ring *r);
 void xproc_untrack(struct emu_ring *r);
 int xproc_join(struct emu_ring *r);
-void xproc_leave(struct emu_ring *r);
+void xproc_leave(struct emu_ring *r, int handover);
+void xproc_exec(void);
 void xproc_free(struct emu_ring *r);
 int xproc_ovf_count(struct emu_ring *r, int delta);
 int xproc_others(struct emu_ring *r);
@@ -449,7 +452,7 @@ int xproc_handover_timeout(struct emu_ring *r, const struct ureq *q, uint64_t le
 
 /* the executor, for xproc.c */
 int32_t exec_cancel_here(struct emu_ring *r, unsigned fl, uint64_t ud, int fd);  /* cancel.c */
-void exec_leave_locked(struct emu_ring *r);
+void exec_leave_locked(struct emu_ring *r, int handover);
 int exec_adopt_timeout(struct emu_ring *r, uint64_t ud, uint64_t deadline, unsigned tflags, uint64_t left); /* timeout.c */
 void exec_child_reset(struct emu_ring *r);                                      /* exec.c */
 void exec_forked(void);                                                         /* net.c */

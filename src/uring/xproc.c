@@ -455,12 +455,13 @@ static void listener_stop(struct emu_ring *r)
 }
 
 /*
- * This process leaves the shared ring (exit(), or it closes the ring): its
- * requests are cancelled or handed over (exec_leave_locked) and nothing of it
- * posts again. r->sq_lock stays held: no thread of this process submits (or
- * holds the shared SQ lock when the process ends).
+ * This process leaves the shared ring (exit(), it closes the ring, or, without
+ * handover, it execs): its requests are cancelled or handed over
+ * (exec_leave_locked) and nothing of it posts again. r->sq_lock stays held: no
+ * thread of this process submits (or holds the shared SQ lock when the process
+ * ends).
  */
-void xproc_leave(struct emu_ring *r)
+void xproc_leave(struct emu_ring *r, int handover)
 {
 	pthread_mutex_lock(&r->sq_lock);
 	if (r->xslot < 0 || r->dying) {
@@ -471,7 +472,7 @@ void xproc_leave(struct emu_ring *r)
 	}
 	listener_stop(r);                    /* our slot is free: handover goes to others */
 	pthread_mutex_lock(&r->lock);
-	exec_leave_locked(r);
+	exec_leave_locked(r, handover);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -592,11 +593,27 @@ void xproc_untrack(struct emu_ring *r)
 
 /* exit(): the process leaves every shared ring it used (the ring itself
  * lives on in the others; this process's copy is left to the exit). */
-__attribute__((destructor)) static void xproc_exit(void)
+static void leave_all(int handover)
 {
 	pthread_mutex_lock(&glock);
 	for (struct emu_ring *r = grings; r; r = r->gnext)
 		if (r->xs && r->xslot >= 0)
-			xproc_leave(r);
+			xproc_leave(r, handover);
 	pthread_mutex_unlock(&glock);
+}
+
+__attribute__((destructor)) static void xproc_exit(void)
+{
+	leave_all(1);
+}
+
+/* execve() is about to replace this process (the system-call front's
+ * wrappers call it; never in a vfork()ed child, which shares the parent's
+ * memory): every request it submitted to a shared ring is cancelled, its
+ * TIMEOUTs too, as the kernel cancels a task's requests at exec. An exec
+ * that then fails has lost them (the kernel cancels past the point of no
+ * return, which a library cannot see). */
+void xproc_exec(void)
+{
+	leave_all(0);
 }

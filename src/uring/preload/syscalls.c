@@ -19,8 +19,14 @@
  *  - execve, execvpe, fexecve, posix_spawn, posix_spawnp: a child gets
  *    LD_PRELOAD with both libraries even from an environment that dropped it
  *    (the filter is inherited, and a child without the handler would die of
- *    SIGSYS where it got EPERM; a static binary still does: DROPIN.md). The
- *    exec calls that take no environment keep the process's own.
+ *    SIGSYS where it got EPERM; a static binary still does: DROPIN.md).
+ *    execv, execvp, execl, execle and execlp (glibc's call its execve
+ *    inside, past any wrapper) go through the ones above, with environ
+ *    where they take none;
+ *  - every exec of this process (not posix_spawn's child, not a vfork()ed
+ *    child, which shares this process's memory) first cancels its requests
+ *    on rings shared across fork (urfs_sysfront_exec), as the kernel cancels
+ *    a task's at exec; an exec that fails has lost them.
  * The handler runs with SA_NODEFER (a signal handler of the program may
  * enter the ring while a trapped wait sleeps) and SA_ONSTACK.
  *
@@ -30,6 +36,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,8 +57,10 @@
 /* weak: a process whose liburing.so.2 is the system's has not these */
 extern int urfs_sysfront_start(void) __attribute__((weak));
 extern long urfs_sysfront_call(long nr, const long *a) __attribute__((weak));
+extern void urfs_sysfront_exec(void) __attribute__((weak));
 
 static int front_on;
+static pid_t self_pid;                     /* this process's (fork's child: pthread_atfork) */
 static struct sigaction prog_act;          /* the program's SIGSYS disposition */
 
 static long (*real_syscall)(long, ...);
@@ -246,20 +255,83 @@ static size_t env_len(char *const envp[])
 		return call;                                                         \
 	} while (0)
 
+/* Before this process execs: its requests on shared rings are cancelled. A
+ * vfork()ed child (its pid is not the one this process has) shares the
+ * parent's memory and rings: nothing is done there. */
+static void before_exec(void)
+{
+	if (front_on && urfs_sysfront_exec && getpid() == self_pid)
+		urfs_sysfront_exec();
+}
+
+static void forked(void)
+{
+	self_pid = getpid();
+}
+
 WRAP int execve(const char *path, char *const argv[], char *const envp[])
 {
+	before_exec();
 	WITH_CHILD_ENV(envp, REAL(execve)(path, argv, e_));
 }
 
 WRAP int execvpe(const char *file, char *const argv[], char *const envp[])
 {
+	before_exec();
 	WITH_CHILD_ENV(envp, REAL(execvpe)(file, argv, e_));
 }
 
 WRAP int fexecve(int fd, char *const argv[], char *const envp[])
 {
+	before_exec();
 	WITH_CHILD_ENV(envp, REAL(fexecve)(fd, argv, e_));
 }
+
+WRAP int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+WRAP int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+#define EXEC_ARGS_MAX 4096    /* more arguments: E2BIG, as a kernel limit would */
+enum { LIST_PATH, LIST_SEARCH, LIST_ENV };
+
+/* execl, execlp, execle: arg0, then va up to NULL (and for execle the
+ * environment after it), as an array for execve or execvpe above. */
+static int exec_list(int how, const char *path, const char *arg0, va_list va)
+{
+	char *argv[EXEC_ARGS_MAX + 1];
+	int n = 0;
+	for (const char *a = arg0; a; a = va_arg(va, const char *)) {
+		if (n >= EXEC_ARGS_MAX) {
+			errno = E2BIG;
+			return -1;
+		}
+		argv[n++] = (char *)a;
+	}
+	argv[n] = NULL;
+	if (how == LIST_SEARCH)
+		return execvpe(path, argv, environ);
+	return execve(path, argv, how == LIST_ENV ? va_arg(va, char *const *) : environ);
+}
+
+#define EXEC_LIST_WRAP(name, how)                                       \
+	WRAP int name(const char *path, const char *arg, ...)           \
+	{                                                               \
+		va_list va;                                             \
+		va_start(va, arg);                                      \
+		int r = exec_list(how, path, arg, va);                  \
+		va_end(va);                                             \
+		return r;                                               \
+	}
+
+EXEC_LIST_WRAP(execl, LIST_PATH)
+EXEC_LIST_WRAP(execlp, LIST_SEARCH)
+EXEC_LIST_WRAP(execle, LIST_ENV)
 
 WRAP int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
@@ -310,6 +382,8 @@ __attribute__((constructor)) static void front_init(void)
 	REAL(pthread_sigmask)(SIG_UNBLOCK, &one, NULL);
 	int r = urfs_sysfront_start();
 	if (r == 1) {
+		self_pid = getpid();
+		pthread_atfork(NULL, NULL, forked);
 		front_on = 1;
 		return;
 	}
