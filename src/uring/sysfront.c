@@ -157,11 +157,13 @@ EXPORT int urfs_sysfront_start(void)
  * ring: the program closed a dup() below the front's range (no trap). */
 static struct emu_ring *ring_of(int fd, long *err)
 {
+	struct emu_ring *r = emu_find(fd);
+	if (r && fd == r->fd && fd >= SYSFRONT_FD_LO && fd < SYSFRONT_FD_HI)
+		return r;       /* the ring's own number in the range: its close traps, no look needed */
 	if (fd < 0 || fcntl(fd, F_GETFD) < 0) {
-		*err = -EBADF;
+		*err = -EBADF;  /* a dup the program closed without a trap (below the range) */
 		return NULL;
 	}
-	struct emu_ring *r = emu_find(fd);
 	if (!r)
 		r = emu_alias(fd);          /* a dup() of a ring's fd */
 	if (!r)
