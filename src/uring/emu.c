@@ -367,9 +367,7 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 }
 
 /* emu_setup whose ring fd is at least min_fd and below EMU_FD_BASE (the
- * system-call front's range, sysfront.c) where one is free; else the number
- * eventfd() gave, outside it (sysfront.c traps that one with a filter of
- * its own). */
+ * system-call front's range, sysfront.c): -EMFILE when none is free. */
 int emu_setup_from(unsigned entries, struct io_uring_params *up, int min_fd)
 {
 	struct io_uring_params p;
@@ -496,12 +494,14 @@ int emu_setup_from(unsigned entries, struct io_uring_params *up, int min_fd)
 	}
 	if (min_fd > 0 && fd < min_fd) {
 		int h = fcntl(fd, F_DUPFD_CLOEXEC, min_fd);
-		if (h >= 0 && h < EMU_FD_BASE) {
-			close(fd);
-			fd = h;
-		} else if (h >= 0) {
-			close(h);            /* every number from min_fd up is taken: this one stays */
+		close(fd);
+		if (h < 0 || h >= EMU_FD_BASE) {
+			if (h >= 0)
+				close(h);
+			err = -EMFILE;
+			goto fail;
 		}
+		fd = h;
 	}
 	if (fd >= EMU_MAX_FD) {
 		int low = fcntl(fd, F_DUPFD_CLOEXEC, 3);

@@ -46,16 +46,13 @@
 int emu_front_on;                /* the filter traps in this process */
 static int front_traps_close;    /* ... and close() of the range (close_range exists) */
 static _Atomic int traps_seen;   /* a trap reached urfs_sysfront_call */
-#define SYSFRONT_EXTRA_MAX 64    /* rings outside the range: a filter each, at most */
-static _Atomic int extra_filters; /* filters of one number each (trap_number) */
 
 #undef close
 /* The library's close(): a number in the front's range is closed with
  * close_range(2), which does not trap. */
 int emu_close_fd(int fd)
 {
-	if (__builtin_expect(front_traps_close, 0) &&
-	    ((fd >= SYSFRONT_FD_LO && fd < SYSFRONT_FD_HI) || atomic_load(&extra_filters))) {
+	if (__builtin_expect(front_traps_close, 0) && fd >= SYSFRONT_FD_LO && fd < SYSFRONT_FD_HI) {
 		if (fcntl(fd, F_GETFD) < 0)
 			return -1;                       /* EBADF, as close() */
 		return (int)syscall(SYS_close_range, (unsigned)fd, (unsigned)fd, 0u);
@@ -63,12 +60,10 @@ int emu_close_fd(int fd)
 	return close(fd);
 }
 
-/* where the filters load mmap's fd (argument 4) and close's (argument 0): the low word */
-#define lo_arg4 ((unsigned)(offsetof(struct seccomp_data, args) + 4 * sizeof(__u64)))
-#define lo_arg0 ((unsigned)offsetof(struct seccomp_data, args))
-
 static int install_filter(int trap_close)
 {
+	const unsigned lo_arg4 = offsetof(struct seccomp_data, args) + 4 * sizeof(__u64);
+	const unsigned lo_arg0 = offsetof(struct seccomp_data, args);
 	struct sock_filter f[] = {
 		NORING_FILTER_HEAD,                                                      /* 0-3 */
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 10, 0),         /* 4 */
@@ -93,38 +88,6 @@ static int install_filter(int trap_close)
 	if (r < 0)
 		return -errno;
 	return r > 0 ? -EBUSY : 0;   /* a thread (id r) could not take it */
-}
-
-/* A ring made through the front whose number is outside the range (the
- * program holds every number of it: a poll test with 10,000 pipes): a filter
- * of its own traps mmap() and close() of that number, for the life of the
- * process (a number closed and reused for a file then traps too, and is
- * served as any other: mmap_other). 0, or -EMFILE past SYSFRONT_EXTRA_MAX. */
-static int trap_number(int fd)
-{
-	struct sock_filter f[] = {
-		NORING_FILTER_HEAD,                                                      /* 0-3 */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 2),                    /* 4 */
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, lo_arg4),     /* 5: mmap's fd (low word) */
-		BPF_STMT(BPF_JMP | BPF_JA, 2),                                           /* 6 */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, front_traps_close ? __NR_close : ~0u, 0, 3), /* 7 */
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, lo_arg0),     /* 8: close's fd */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)fd, 0, 1),                 /* 9 */
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | SYSFRONT_TRAP_DATA),        /* 10 */
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),                            /* 11 */
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (atomic_fetch_add(&extra_filters, 1) >= SYSFRONT_EXTRA_MAX) {
-		atomic_fetch_sub(&extra_filters, 1);
-		return -EMFILE;
-	}
-	long r = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
-	if (r != 0) {
-		atomic_fetch_sub(&extra_filters, 1);
-		return r < 0 ? -errno : -EBUSY;
-	}
-	return 0;
 }
 
 EXPORT int urfs_sysfront_start(void)
@@ -251,14 +214,8 @@ EXPORT long urfs_sysfront_call(long nr, const long *a)
 
 	atomic_store_explicit(&traps_seen, 1, memory_order_relaxed);
 	switch (nr) {
-	case __NR_io_uring_setup: {
-		long fd = emu_setup_from((unsigned)a[0], (struct io_uring_params *)a[1], SYSFRONT_FD_LO);
-		if (fd >= 0 && (fd < SYSFRONT_FD_LO || fd >= SYSFRONT_FD_HI) && (err = trap_number((int)fd)) < 0) {
-			emu_close_number((int)fd);
-			return err;
-		}
-		return fd;
-	}
+	case __NR_io_uring_setup:
+		return emu_setup_from((unsigned)a[0], (struct io_uring_params *)a[1], SYSFRONT_FD_LO);
 	case __NR_io_uring_enter:
 		if ((unsigned)a[3] & IORING_ENTER_REGISTERED_RING)
 			return -EINVAL;   /* no ring is registered (IORING_REGISTER_RING_FDS: DROPIN.md) */

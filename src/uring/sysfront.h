@@ -16,9 +16,7 @@
 /* Rings made through the front get fd numbers in [SYSFRONT_FD_LO, SYSFRONT_FD_HI):
  * the filter traps mmap() and close() of numbers in that range only, so a
  * program's other files never trap (unless it has that many open). HI is
- * EMU_FD_BASE, where the library's own descriptors start. A ring made when
- * the program holds every number of the range keeps the number it got, and a
- * filter of its own traps that number (sysfront.c, trap_number: 64 at most). */
+ * EMU_FD_BASE, where the library's own descriptors start. */
 #define SYSFRONT_FD_LO 384
 #define SYSFRONT_FD_HI 512
 
