@@ -371,10 +371,11 @@ static void body(void)
 #endif
 	/* a thread started before the filter (tests/lib/early_thread.c's constructor) has it */
 	int (*early_run)(int (*)(void)) = (int (*)(int (*)(void)))dlsym(RTLD_DEFAULT, "early_thread_run");
-	int (*early_mode)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "early_thread_seccomp_at_start");
-	CHECK(early_run && early_mode);
-	if (!strcmp(tu_mode_name, "URING_EMULATE=1"))
-		CHECK_EQ(early_mode(), 0);          /* it predates the front's filter */
+	int (*early_start)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "early_thread_filters_at_start");
+	int (*early_now)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "early_thread_filters_now");
+	CHECK(early_run && early_start && early_now);
+	CHECK(early_start() >= 0);               /* it predates the front's filter, */
+	CHECK_EQ(early_now() > early_start(), emulated);    /* which reached it (TSYNC) */
 	CHECK_EQ(early_run(early_ring), 0);
 	CHECK_EQ(pthread_sigmask(SIG_SETMASK, NULL, &now), 0);
 	CHECK_EQ(sigismember(&now, SIGSYS), !emulated);

@@ -3,8 +3,10 @@
  * test_uring_sysfront, so that its constructor starts a thread before the
  * front installs its filter (the filter must reach it: SECCOMP_FILTER_FLAG_TSYNC).
  * early_thread_run(fn) runs fn on that thread and returns what it returned;
- * early_thread_seccomp_at_start() is the thread's seccomp mode (/proc's
- * "Seccomp:") when it started, so the test can tell it predates the filter.
+ * early_thread_filters_at_start() and early_thread_filters_now() count the
+ * seccomp filters on that thread (/proc's "Seccomp_filters:") when it started
+ * and now, so the test can tell the front's filter reached a thread that
+ * predates it (whatever filters the process had before: ./noring's, Docker's).
  * Must never: run anything on its thread but what it is handed. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -15,16 +17,16 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int (*job)(void);
-static int result, done, mode_at_start = -1;
+static int result, done, filters_at_start = -1;
 
-static int seccomp_mode(void)
+static int seccomp_filters(void)
 {
 	char line[256];
 	int v = -1;
 	FILE *f = fopen("/proc/thread-self/status", "r");
 	while (f && fgets(line, sizeof line, f))
-		if (!strncmp(line, "Seccomp:", 8))
-			v = atoi(line + 8);
+		if (!strncmp(line, "Seccomp_filters:", 16))
+			v = atoi(line + 16);
 	if (f)
 		fclose(f);
 	return v;
@@ -34,7 +36,7 @@ static void *loop(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&mu);
-	mode_at_start = seccomp_mode();
+	filters_at_start = seccomp_filters();
 	pthread_cond_broadcast(&cv);
 	for (;;) {
 		while (!job)
@@ -57,14 +59,14 @@ __attribute__((constructor)) static void start(void)
 	if (pthread_create(&t, NULL, loop, NULL) != 0)
 		abort();
 	pthread_mutex_lock(&mu);
-	while (mode_at_start < 0)
+	while (filters_at_start < 0)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
 }
 
-int early_thread_seccomp_at_start(void)
+int early_thread_filters_at_start(void)
 {
-	return mode_at_start;
+	return filters_at_start;
 }
 
 int early_thread_run(int (*fn)(void))
@@ -78,4 +80,9 @@ int early_thread_run(int (*fn)(void))
 	int r = result;
 	pthread_mutex_unlock(&mu);
 	return r;
+}
+
+int early_thread_filters_now(void)
+{
+	return early_thread_run(seccomp_filters);
 }
