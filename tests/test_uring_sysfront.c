@@ -13,17 +13,22 @@
  * trap), a thread started after the filter, one started before it, one on a 16 KiB
  * sigaltstack, fork, an execve with an empty environment (the child keeps the preload and
  * uses a ring), close of the ring (then -EBADF), mmap and close of the program's own file at a
- * number in the range; a raw rt_sigprocmask that blocks SIGSYS ends the process at its next
+ * number in the range; the range full (a virtual ring number: mapped, entered, registered,
+ * closed; POLLNVAL and EBADF for the rest; 64, then -EMFILE; an anonymous mmap naming such a
+ * number maps zero pages); a raw rt_sigprocmask that blocks SIGSYS ends the process at its next
  * trap (the documented limit). */
 #include "test_uring.h"
 #include "parts.h"
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/time.h>
 #include <time.h>
 
 static int emulated;           /* the mode expects the front (NORING, ENV) */
+static int want_virtual;       /* ring_open: the front's range is full (full_range) */
+#define VFD_LO 0x7fffffc0      /* the front's virtual numbers: no descriptor can have them */
 static const char *self_exe;
 
 static int sys_setup(unsigned n, struct io_uring_params *p)
@@ -55,9 +60,13 @@ static void ring_open(struct rawring *r, unsigned entries)
 	r->fd = sys_setup(entries, &r->p);
 	if (r->fd < 0)
 		FAIL("io_uring_setup: %s", strerror(errno));
-	CHECK_EQ(tu_ring_is_emulated(r->fd), emulated);
-	if (emulated)
-		CHECK(r->fd >= 384 && r->fd < 512);
+	if (want_virtual) {
+		CHECK(r->fd >= VFD_LO);
+	} else {
+		CHECK_EQ(tu_ring_is_emulated(r->fd), emulated);
+		if (emulated)
+			CHECK(r->fd >= 384 && r->fd < 512);
+	}
 	r->sq_sz = r->p.sq_off.array + r->p.sq_entries * sizeof(unsigned);
 	r->cq_sz = r->p.cq_off.cqes + r->p.cq_entries * sizeof(struct io_uring_cqe);
 	r->sqes_sz = r->p.sq_entries * sizeof(struct io_uring_sqe);
@@ -285,6 +294,74 @@ static int early_ring(void)
 	return 0;
 }
 
+/* The program holds every number of the front's range (liburing's poll-many and
+ * poll-mshot-update, linked with liburing.a, open 10,000 pipes before their ring): a raw setup
+ * still makes a ring, named by a virtual number; its mmap, enter, register and close are served,
+ * anything else on it is -EBADF (poll: POLLNVAL); 64 of them, then -EMFILE. An anonymous mmap
+ * passing such a number, or one of the range, as its (ignored) fd maps. */
+static void full_range(void)
+{
+	int held[128], nheld = 0;
+	int base = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	CHECK(base >= 0);
+	for (int n = 384; n < 512; n++)
+		if (fcntl(n, F_GETFD) < 0) {
+			CHECK_EQ(dup2(base, n), n);
+			held[nheld++] = n;
+		}
+	struct rawring v;
+	want_virtual = 1;
+	ring_open(&v, 4);
+	want_virtual = 0;
+	ring_nop(&v, 47);
+	struct io_uring_probe *probe = calloc(1, sizeof(*probe) + 256 * sizeof(struct io_uring_probe_op));
+	CHECK(probe != NULL);
+	CHECK_EQ(sys_register(v.fd, IORING_REGISTER_PROBE, probe, 256), 0);
+	CHECK(probe->ops_len > IORING_OP_NOP);
+	free(probe);
+	struct pollfd pf = { .fd = v.fd, .events = POLLIN };
+	CHECK_EQ(poll(&pf, 1, 0), 1);
+	CHECK_EQ(pf.revents, POLLNVAL);
+	CHECK_EQ(fcntl(v.fd, F_GETFD), -1);
+	CHECK_EQ(errno, EBADF);
+	int anon_fds[] = { v.fd, 384, VFD_LO + 63 };
+	for (int i = 0; i < 3; i++) {
+		char *a = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, anon_fds[i], 0);
+		CHECK(a != MAP_FAILED);
+		for (int k = 0; k < 4096; k++)
+			CHECK_EQ(a[k], 0);                 /* new zero pages, not the ring's */
+		a[0] = 1;
+		CHECK_EQ(munmap(a, 4096), 0);
+	}
+	int more[64], nmore = 0;
+	struct io_uring_params p;
+	for (;;) {
+		memset(&p, 0, sizeof p);
+		int fd = sys_setup(2, &p);
+		if (fd < 0)
+			break;
+		CHECK(fd >= VFD_LO && nmore < 63);
+		more[nmore++] = fd;
+	}
+	CHECK_EQ(errno, EMFILE);
+	CHECK_EQ(nmore, 63);
+	CHECK_EQ(close(more[5]), 0);
+	memset(&p, 0, sizeof p);
+	CHECK_EQ(sys_setup(2, &p), more[5]);
+	for (int i = 0; i < nmore; i++)
+		CHECK_EQ(close(more[i]), 0);
+	ring_nop(&v, 48);
+	ring_unmap(&v);
+	CHECK_EQ(close(v.fd), 0);
+	CHECK_EQ(sys_enter(v.fd, 0, 0, 0, NULL, 0), -1);
+	CHECK_EQ(errno, EBADF);
+	CHECK_EQ(close(v.fd), -1);
+	CHECK_EQ(errno, EBADF);
+	for (int i = 0; i < nheld; i++)
+		CHECK_EQ(close(held[i]), 0);
+	close(base);
+}
+
 static void body(void)
 {
 	if (!emulated)
@@ -436,6 +513,9 @@ static void body(void)
 	CHECK_EQ(close(400), 0);
 	CHECK_EQ(close(400), -1);
 	CHECK_EQ(errno, EBADF);
+
+	if (emulated)
+		full_range();
 
 	/* close of the ring: the fd is gone, the mappings stay readable */
 	CHECK_EQ(close(r.fd), 0);

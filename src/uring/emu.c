@@ -37,13 +37,31 @@
 void api_fill_ring(struct io_uring *ring, const struct io_uring_params *p, void *sqr, void *cqr,
 		   size_t sq_sz, size_t cq_sz, void *sqes);
 
-static struct emu_ring *_Atomic emu_tab[EMU_MAX_FD];
+/* By fd number; after the EMU_MAX_FD numbers, the EMU_VFD_N virtual ones. */
+static struct emu_ring *_Atomic emu_tab[EMU_MAX_FD + EMU_VFD_N];
+
+static struct emu_ring *_Atomic *tab_slot(int fd)
+{
+	if ((unsigned)fd < EMU_MAX_FD)
+		return &emu_tab[fd];
+	return emu_vfd(fd) ? &emu_tab[EMU_MAX_FD + (fd - EMU_VFD_LO)] : NULL;
+}
 
 struct emu_ring *emu_find(int fd)
 {
-	if ((unsigned)fd >= EMU_MAX_FD)
-		return NULL;
-	return atomic_load_explicit(&emu_tab[fd], memory_order_acquire);
+	struct emu_ring *_Atomic *t = tab_slot(fd);
+	return t ? atomic_load_explicit(t, memory_order_acquire) : NULL;
+}
+
+/* A free virtual number for r (EMU_VFD_LO...), claimed; -EMFILE when none. */
+static int vfd_claim(struct emu_ring *r)
+{
+	for (int i = 0; i < EMU_VFD_N; i++) {
+		struct emu_ring *want = NULL;
+		if (atomic_compare_exchange_strong(&emu_tab[EMU_MAX_FD + i], &want, r))
+			return EMU_VFD_LO + i;
+	}
+	return -EMFILE;
 }
 
 /* The kernel's id of the eventfd behind fd (/proc/self/fdinfo), -2 if fd is
@@ -367,7 +385,8 @@ int emu_setup(unsigned entries, struct io_uring_params *up)
 }
 
 /* emu_setup whose ring fd is at least min_fd and below EMU_FD_BASE (the
- * system-call front's range, sysfront.c): -EMFILE when none is free. */
+ * system-call front's range, sysfront.c); when none is free, a virtual
+ * number (EMU_VFD_LO..), -EMFILE when those are taken too. */
 int emu_setup_from(unsigned entries, struct io_uring_params *up, int min_fd)
 {
 	struct io_uring_params p;
@@ -492,16 +511,24 @@ int emu_setup_from(unsigned entries, struct io_uring_params *up, int min_fd)
 		err = -errno;
 		goto fail;
 	}
-	if (min_fd > 0 && fd < min_fd) {
-		int h = fcntl(fd, F_DUPFD_CLOEXEC, min_fd);
-		close(fd);
-		if (h < 0 || h >= EMU_FD_BASE) {
+	int virt = 0;
+	if (min_fd > 0 && (fd < min_fd || fd >= EMU_FD_BASE)) {
+		int h = fcntl(fd, F_DUPFD_CLOEXEC, min_fd), e = errno;
+		if (h >= EMU_FD_BASE || (h < 0 && (e == EMFILE || e == EINVAL))) {
+			/* the range is full (or past RLIMIT_NOFILE): a virtual number,
+			 * claimed below; the program never sees this eventfd, only our ifd */
 			if (h >= 0)
 				close(h);
-			err = -EMFILE;
-			goto fail;
+			virt = 1;
+			r->ifd = emu_fd_high(fd);
+		} else {
+			close(fd);
+			if (h < 0) {
+				err = -e;
+				goto fail;
+			}
 		}
-		fd = h;
+		fd = virt ? -1 : h;
 	}
 	if (fd >= EMU_MAX_FD) {
 		int low = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -518,7 +545,8 @@ int emu_setup_from(unsigned entries, struct io_uring_params *up, int min_fd)
 	r->efd_id = EMU_EFD_ID_UNKNOWN;        /* ring_efd_id() asks when it matters */
 	/* Our own descriptor of the same eventfd: the ring keeps working if the
 	 * program closes its ring fd and goes on with a dup() of it. */
-	r->ifd = emu_fd_high(fcntl(fd, F_DUPFD_CLOEXEC, 3));
+	if (!virt)
+		r->ifd = emu_fd_high(fcntl(fd, F_DUPFD_CLOEXEC, 3));
 	if (r->ifd < 0) {
 		err = -errno;
 		goto fail;
@@ -549,13 +577,19 @@ int emu_setup_from(unsigned entries, struct io_uring_params *up, int min_fd)
 		err = -EFAULT;
 		goto fail;
 	}
-	if ((p.flags & IORING_SETUP_SQPOLL) && (err = sqpoll_start(r)) < 0)
+	if (virt && (fd = r->fd = vfd_claim(r)) < 0) {
+		err = fd;
 		goto fail;
+	}
+	if ((p.flags & IORING_SETUP_SQPOLL) && (err = sqpoll_start(r)) < 0) {
+		atomic_store_explicit(tab_slot(fd), NULL, memory_order_release);
+		goto fail;
+	}
 	xproc_track(r);
-	atomic_store_explicit(&emu_tab[fd], r, memory_order_release);
+	atomic_store_explicit(tab_slot(fd), r, memory_order_release);
 	return fd;
 fail:
-	if (r->fd >= 0)
+	if (r->fd >= 0 && !emu_vfd(r->fd))
 		close(r->fd);
 	if (r->ifd >= 0)
 		close(r->ifd);
@@ -574,12 +608,12 @@ int emu_mmap(struct emu_ring *r, struct io_uring_params *p, struct io_uring *rin
 int emu_close(struct emu_ring *r)
 {
 	if (atomic_load_explicit(&r->aliased, memory_order_relaxed)) {
-		for (int i = 0; i < EMU_MAX_FD; i++)     /* the fd and its dup()s (emu_alias) */
+		for (int i = 0; i < EMU_MAX_FD + EMU_VFD_N; i++)   /* the fd and its dup()s (emu_alias) */
 			if (atomic_load_explicit(&emu_tab[i], memory_order_relaxed) == r)
 				atomic_store_explicit(&emu_tab[i], NULL, memory_order_release);
 	} else {
 		struct emu_ring *want = r;           /* only its own fd names it */
-		atomic_compare_exchange_strong(&emu_tab[r->fd], &want, NULL);
+		atomic_compare_exchange_strong(tab_slot(r->fd), &want, NULL);
 	}
 	xproc_untrack(r);
 	if (r->xs)
@@ -592,7 +626,7 @@ int emu_close(struct emu_ring *r)
 	wq_stop(r);
 	kaio_fini(r);
 	long id = ring_efd_id(r);
-	if (id == -1 || efd_id(r->fd) == id)
+	if (!emu_vfd(r->fd) && (id == -1 || efd_id(r->fd) == id))
 		close(r->fd);           /* not a number the program closed and got back */
 	close(r->ifd);
 	if (r->evfd >= 0)
@@ -627,7 +661,7 @@ int emu_close_number(int fd)
 	if (r) {
 		if (fd != r->fd) {
 			struct emu_ring *want = r;
-			atomic_compare_exchange_strong(&emu_tab[fd], &want, NULL);
+			atomic_compare_exchange_strong(tab_slot(fd), &want, NULL);
 			close(fd);
 		}
 		return emu_close(r);

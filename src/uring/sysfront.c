@@ -5,7 +5,9 @@
  * on the emulated ring. A seccomp filter answers io_uring_setup,
  * io_uring_enter and io_uring_register with SECCOMP_RET_TRAP (a trap outranks
  * a container's SECCOMP_RET_ERRNO), and mmap() and close() of the fd numbers
- * where the front puts its rings (SYSFRONT_FD_LO..HI); the preload's SIGSYS
+ * where the front puts its rings (SYSFRONT_FD_LO..HI, and when the program
+ * holds all of those, the virtual numbers EMU_VFD_LO.., which no descriptor
+ * can have: uring_int.h); the preload's SIGSYS
  * handler (preload/syscalls.c) hands each trapped call to
  * urfs_sysfront_call(), which serves it from the same emulated ring the
  * library's functions use. A program's mmap of IORING_OFF_SQ_RING,
@@ -52,6 +54,10 @@ static _Atomic int traps_seen;   /* a trap reached urfs_sysfront_call */
  * close_range(2), which does not trap. */
 int emu_close_fd(int fd)
 {
+	if (__builtin_expect(emu_vfd(fd), 0)) {
+		errno = EBADF;                           /* no descriptor: its close would trap */
+		return -1;
+	}
 	if (__builtin_expect(front_traps_close, 0) && fd >= SYSFRONT_FD_LO && fd < SYSFRONT_FD_HI) {
 		if (fcntl(fd, F_GETFD) < 0)
 			return -1;                       /* EBADF, as close() */
@@ -66,19 +72,21 @@ static int install_filter(int trap_close)
 	const unsigned lo_arg0 = offsetof(struct seccomp_data, args);
 	struct sock_filter f[] = {
 		NORING_FILTER_HEAD,                                                      /* 0-3 */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 10, 0),         /* 4 */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 9, 0),          /* 5 */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 8, 0),       /* 6 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 12, 0),         /* 4 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 11, 0),         /* 5 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 10, 0),      /* 6 */
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 2, 0),                    /* 7 */
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_close, trap_close ? 3 : 0, 0),  /* 8 */
-		BPF_STMT(BPF_JMP | BPF_JA, 6),                                           /* 9 */
+		BPF_STMT(BPF_JMP | BPF_JA, 8),                                           /* 9 */
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, lo_arg4),     /* 10: mmap's fd (low word) */
 		BPF_STMT(BPF_JMP | BPF_JA, 1),                                           /* 11 */
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, lo_arg0),     /* 12: close's fd */
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, SYSFRONT_FD_LO, 0, 2),               /* 13 */
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, SYSFRONT_FD_HI, 1, 0),               /* 14 */
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | SYSFRONT_TRAP_DATA),        /* 15 */
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),                            /* 16 */
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, EMU_VFD_LO, 0, 1),                   /* 13 */
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x80000000u, 3, 2),  /* 14: -1 and below: no */
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, SYSFRONT_FD_LO, 0, 2),               /* 15 */
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, SYSFRONT_FD_HI, 1, 0),               /* 16 */
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | SYSFRONT_TRAP_DATA),        /* 17 */
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),                            /* 18 */
 	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
@@ -121,7 +129,7 @@ EXPORT int urfs_sysfront_start(void)
 static struct emu_ring *ring_of(int fd, long *err)
 {
 	struct emu_ring *r = emu_find(fd);
-	if (r && fd == r->fd && fd >= SYSFRONT_FD_LO && fd < SYSFRONT_FD_HI)
+	if (r && fd == r->fd && ((fd >= SYSFRONT_FD_LO && fd < SYSFRONT_FD_HI) || emu_vfd(fd)))
 		return r;       /* the ring's own number in the range: its close traps, no look needed */
 	if (fd < 0 || fcntl(fd, F_GETFD) < 0) {
 		*err = -EBADF;  /* a dup the program closed without a trap (below the range) */
@@ -228,6 +236,10 @@ EXPORT long urfs_sysfront_call(long nr, const long *a)
 			return err;
 		return emu_register(r, (unsigned)a[1], (void *)a[2], (unsigned)a[3]);
 	case __NR_mmap:
+		if ((int)a[3] & MAP_ANONYMOUS) {   /* the fd is ignored: mapped as asked, without it */
+			long p = syscall(__NR_mmap, a[0], a[1], a[2], a[3], -1L, a[5]);
+			return p == -1 ? -errno : p;
+		}
 		if ((r = emu_find((int)a[4])))
 			return mmap_ring(r, a);
 		return mmap_other(a);

@@ -47,6 +47,14 @@
 #define EMU_FCACHE 1024
 #define EMU_EFD_ID_UNKNOWN (-3L)     /* emu_ring.efd_id not looked up yet */
 #define EMU_FD_BASE 512             /* the library's own fds go at or above this */
+/* Numbers no descriptor can have: the kernel's stay below sysctl_nr_open_max
+ * (INT_MAX rounded down to a multiple of 64). A ring the system-call front
+ * makes while the program holds every number of its range is named by one of
+ * these (sysfront.c): mmap, io_uring_enter/register and close of it trap and
+ * are served; anything else on it is the kernel's -EBADF. */
+#define EMU_VFD_LO 0x7fffffc0
+#define EMU_VFD_N 64
+#define emu_vfd(fd) ((fd) >= EMU_VFD_LO)
 #define EMU_UDH_MAX_BITS 12         /* user_data hash: at most 4096 chains */
 #define EMU_SHARED_LOOK_MS 100      /* a wait on a ring shared across fork looks this often */
 
