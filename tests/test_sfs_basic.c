@@ -2,7 +2,7 @@
 /* Description: SimpleFS basics - format, mount, create/write/read/seek/pread/pwrite,
  * remount persistence, stat, statfs, readdir, unlink (also while open), truncate,
  * holes, lock (-EBUSY naming the pid), fsck clean, memory device (its range and
- * write count), reused blocks read as zeros, O_DIRECT mounts (unaligned I/O), classic
+ * write count; a clean image's writable mount writes nothing), reused blocks read as zeros, O_DIRECT mounts (unaligned I/O), classic
  * API, a NULL fs (-EINVAL), a transaction committed only when it would exceed the
  * journal's capacity, a create refused by a full directory writing nothing. */
 #include <errno.h>
@@ -340,6 +340,10 @@ static void test_memdev(void)
 	CHECK(sfs_faultdev_writes(dev) > w);
 	struct sfs_fsck_result res;
 	CHECK(sfs_fsck_dev(dev, 0, &res, NULL, NULL, err, sizeof err) == 0 && res.errors_found == 0);
+	w = sfs_faultdev_writes(dev);
+	REQUIRE(sfs_mount_dev(dev, 0, 0, &fs, err, sizeof err) == 0);
+	CHECK(sfs_faultdev_writes(dev) == w);   /* a clean image's writable mount writes nothing */
+	CHECK(sfs_unmount(fs) == 0);
 	REQUIRE(sfs_mount_dev(dev, SFS_MOUNT_RDONLY, 1, &fs, err, sizeof err) == 0);
 	fd = sfs_file_open(fs, "m", 0);
 	CHECK(sfs_file_pread(fs, fd, b, sizeof b, 0) == (ssize_t)sizeof b && memcmp(a, b, sizeof a) == 0);
