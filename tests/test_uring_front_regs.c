@@ -7,7 +7,8 @@
  * call twice (the site's `mov` must be a `jmp` then). Checked: every vector register's full
  * width (zmm0-31 with AVX-512, ymm0-15 with AVX), k0-7, MXCSR; x87 in use at entry (st0, the
  * control word, the tag of a 2-deep stack); x87 and the upper halves that were initial at entry
- * are initial after (XINUSE, where the CPU reports it). Parts the CPU cannot run (no AVX-512,
+ * are initial after (XINUSE, where the CPU reports it). All of it twice: with the stub the CPU
+ * gets, then (a child run again) with URING_SYSCALLS_PATCH=xsave. Parts the CPU cannot run (no AVX-512,
  * no XINUSE, not x86-64) are counted skips. Run under the front by tu_front_main.
  * Must never: pass when the site was not patched, or check a register the asm did not load.
  */
@@ -15,6 +16,7 @@
 #include "test_uring_front.h"
 #include "parts.h"
 #include <cpuid.h>
+#include <sys/wait.h>
 
 #if defined(__x86_64__)
 static int fd;
@@ -195,6 +197,20 @@ static int front_body(void)
 	}
 	x87_site();
 	CHECK_EQ(close(fd), 0);
+	if (!getenv("URING_SYSCALLS_PATCH")) {
+		/* the same through the xsave stub, which other CPUs get */
+		fflush(stdout);
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			setenv("URING_SYSCALLS_PATCH", "xsave", 1);
+			execl("/proc/self/exe", "test_uring_front_regs", "--front", (char *)NULL);
+			_exit(127);
+		}
+		int st;
+		CHECK_EQ(waitpid(pid, &st, 0), pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
 	return 0;
 }
 
