@@ -104,7 +104,7 @@ static const struct example known[] = {
 	{ "urfs-uring.1", "noring urfs-uring --syscalls fio --name=r --ioengine=io_uring ", "fio", 0,
 	  "grep -q 'err= 0' out.txt && [ \"$(stat -c %s data)\" = 8388608 ] && "
 	  "noring fio --name=r --ioengine=io_uring --rw=randread --size=8m --filename=data > kernel.txt 2>&1; "
-	  "[ $? -ne 0 ]", 0, 0 },
+	  "[ $? -ne 0 ]", 1, 0 },
 
 	{ "urfs-uring.7", "cc -o myprogram myprogram.c -luring", "cc", 0, "[ -x myprogram ]", 0, 0 },
 	{ "urfs-uring.7", "noring urfs-uring ./myprogram", "cc", 0, NULL, 1, 0 },

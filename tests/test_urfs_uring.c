@@ -11,7 +11,9 @@
  * entry when there were none), sets URING_EMULATE=1 only with --emulate, finds
  * the drop-in in uring/ beside itself (a copy elsewhere uses the uring/ beside
  * the copy), and with no drop-in there or in its built-in directory exits 125
- * without running the command; the command's own status comes back, 127 for
+ * without running the command; with --syscalls both of the front's libraries go in
+ * front of LD_PRELOAD, after a sanitizer runtime that comes first in it; the
+ * command's own status comes back, 127 for
  * a command not found. Before a set-group-ID or set-user-ID program of another
  * group or user (the loader then ignores LD_LIBRARY_PATH and the program gets
  * the system's liburing, which the test confirms) it prints a warning; not
@@ -120,7 +122,7 @@ int main(void)
 	CHECK(strstr(out, "ring: emulated\n") && strstr(out, "io: ok\n"));
 
 	/* LD_LIBRARY_PATH: the drop-in's directory in front, the caller's entries kept. */
-	char want[PATH_MAX + 128];
+	char want[2 * PATH_MAX + 256];
 	CHECK_EQ(run("LD_LIBRARY_PATH=/nonexistent/a:/nonexistent/b %s/urfs-uring printenv LD_LIBRARY_PATH", bin), 0);
 	snprintf(want, sizeof want, "%s/uring:/nonexistent/a:/nonexistent/b\n", bin);
 	CHECK(!strcmp(out, want));
@@ -129,6 +131,20 @@ int main(void)
 	CHECK(!strcmp(out, want));
 	CHECK_EQ(run("LD_LIBRARY_PATH= %s/urfs-uring printenv LD_LIBRARY_PATH", bin), 0);
 	CHECK(!strcmp(out, want));
+
+	/* --syscalls: both libraries in front of the caller's LD_PRELOAD, after a sanitizer
+	 * runtime that comes first in it (it must stay first); ld.so says it cannot load these. */
+	CHECK_EQ(run("ASAN_OPTIONS=verify_asan_link_order=0 LD_PRELOAD=/nonexistent/a.so %s/urfs-uring "
+		     "--syscalls printenv LD_PRELOAD", bin), 0);
+	snprintf(want, sizeof want, "\n%s/uring/liburing.so.2:%s/uring/liburfs_syscalls.so:/nonexistent/a.so\n",
+		 bin, bin);
+	CHECK(strstr(out, want) != NULL);
+	CHECK_EQ(run("ASAN_OPTIONS=verify_asan_link_order=0 LD_PRELOAD=/nonexistent/libasan.so.8:/nonexistent/b.so "
+		     "%s/urfs-uring --syscalls printenv LD_PRELOAD", bin), 0);
+	snprintf(want, sizeof want,
+		 "\n/nonexistent/libasan.so.8:%s/uring/liburing.so.2:%s/uring/liburfs_syscalls.so:/nonexistent/b.so\n",
+		 bin, bin);
+	CHECK(strstr(out, want) != NULL);
 
 	/* URING_EMULATE: set only by --emulate, an existing value left alone. */
 	CHECK(run("env -u URING_EMULATE %s/urfs-uring printenv URING_EMULATE", bin) != 0);

@@ -147,7 +147,8 @@ static void warn_secure(const char *cmd)
 			"drop-in (run a copy without that bit, e.g. cp %s /tmp/)\n", path, what, path);
 }
 
-/* LD_PRELOAD: dir/liburing.so.2 and dir/liburfs_syscalls.so, then the caller's. 0 or -1 (said). */
+/* LD_PRELOAD: dir/liburing.so.2 and dir/liburfs_syscalls.so, then the caller's (a sanitizer
+ * runtime first in the caller's stays first). 0 or -1 (said). */
 static int set_preload(const char *dir)
 {
 	int r = check_lib(dir, FRONT);
@@ -156,13 +157,23 @@ static int set_preload(const char *dir)
 		return -1;
 	}
 	const char *old = getenv("LD_PRELOAD");
-	size_t len = 2 * strlen(dir) + sizeof(DROPIN) + sizeof(FRONT) + (old ? strlen(old) : 0) + 8;
+	if (!old)
+		old = "";
+	/* a sanitizer's runtime the caller preloads first stays first (it checks that it is) */
+	size_t keep = strcspn(old, ": ");
+	char first[PATH_MAX];
+	snprintf(first, sizeof first, "%.*s", (int)(keep < sizeof first ? keep : 0), old);
+	if (!strstr(first, "libasan.so") && !strstr(first, "libclang_rt.asan"))
+		keep = 0;
+	size_t len = 2 * strlen(dir) + sizeof(DROPIN) + sizeof(FRONT) + strlen(old) + 8;
 	char *v = malloc(len);
 	if (!v) {
 		fprintf(stderr, "urfs-uring: LD_PRELOAD: %s\n", strerror(ENOMEM));
 		return -1;
 	}
-	snprintf(v, len, "%s/%s:%s/%s%s%s", dir, DROPIN, dir, FRONT, old && old[0] ? ":" : "", old ? old : "");
+	const char *rest = old + keep + (keep && old[keep] ? 1 : 0);
+	snprintf(v, len, "%.*s%s%s/%s:%s/%s%s%s", (int)keep, old, keep ? ":" : "", dir, DROPIN, dir, FRONT,
+		 rest[0] ? ":" : "", rest);
 	if (setenv("LD_PRELOAD", v, 1) != 0) {
 		fprintf(stderr, "urfs-uring: setenv: %s\n", strerror(errno));
 		free(v);
